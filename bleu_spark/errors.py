@@ -1,0 +1,52 @@
+"""User errors: one class per kind, each with its own process exit code.
+
+The CLI prints `bleu-spark: error: <message>` on one line and exits with `exit_code`;
+anything that is not a `BleuSparkError` is a bug and keeps its traceback.
+"""
+
+
+class BleuSparkError(Exception):
+    exit_code = 1
+
+
+class UsageError(BleuSparkError):
+    """A bad option value: unknown tokenizer or smoothing method, bad weights, ..."""
+    exit_code = 2
+
+
+class InputNotFoundError(BleuSparkError):
+    exit_code = 3
+
+
+class MissingColumnError(BleuSparkError):
+    exit_code = 4
+
+
+class ColumnTypeError(BleuSparkError):
+    exit_code = 5
+
+
+class ModelFileError(BleuSparkError):
+    """A SentencePiece tokenizer was asked for without a readable model file."""
+    exit_code = 6
+
+
+class InvalidRowsError(BleuSparkError):
+    """Rows that cannot be scored were found and the policy is `fail`."""
+    exit_code = 7
+
+
+class OutputError(BleuSparkError):
+    exit_code = 8
+
+
+class ConfigFileError(BleuSparkError):
+    exit_code = 9
+
+
+class MixedTokenizerGroupError(BleuSparkError):
+    """One group would need two tokenizers (auto tokenization without langpair in the group)."""
+    exit_code = 10
+
+
+EXIT_CODES = {cls.__name__: cls.exit_code for cls in BleuSparkError.__subclasses__()}

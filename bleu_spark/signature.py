@@ -1,0 +1,33 @@
+"""sacrebleu 2.6's BLEU signature string, e.g. `nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0`."""
+from __future__ import annotations
+
+from typing import Union
+
+import sacrebleu
+
+from .config import BleuConfig
+
+VARIABLE_REFS = "var"
+
+
+def nrefs_label(min_refs: int, max_refs: int) -> Union[int, str]:
+    """sacrebleu prints the number of references when every segment has the same, else `var`."""
+    return min_refs if min_refs == max_refs else VARIABLE_REFS
+
+
+def bleu_signature(config: BleuConfig, nrefs: Union[int, str], tokenizer_signature: str) -> str:
+    smooth = config.smooth_method
+    if config.effective_smooth_value is not None:
+        smooth += f"[{config.effective_smooth_value:.2f}]"
+    fields = [
+        ("nrefs", nrefs),
+        ("case", "lc" if config.lowercase else "mixed"),
+        ("eff", "yes" if config.effective_order else "no"),
+        ("tok", tokenizer_signature),
+        ("smooth", smooth),
+    ]
+    if config.weights is not None:
+        # Not a sacrebleu field: marks scores that are not standard (uniform-weight) BLEU.
+        fields.append(("weights", ",".join(f"{w:g}" for w in config.weights)))
+    fields.append(("version", sacrebleu.__version__))
+    return "|".join(f"{name}:{value}" for name, value in fields)
