@@ -5,7 +5,7 @@ from typing import Union
 
 import sacrebleu
 
-from .config import BleuConfig
+from .config import SMOOTH_DEFAULTS, BleuConfig
 
 VARIABLE_REFS = "var"
 
@@ -17,7 +17,7 @@ def nrefs_label(min_refs: int, max_refs: int) -> Union[int, str]:
 
 def bleu_signature(config: BleuConfig, nrefs: Union[int, str], tokenizer_signature: str) -> str:
     smooth = config.smooth_method
-    if config.effective_smooth_value is not None:
+    if SMOOTH_DEFAULTS[smooth] is not None:  # only floor and add-k take a value
         smooth += f"[{config.effective_smooth_value:.2f}]"
     fields = [
         ("nrefs", nrefs),

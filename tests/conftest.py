@@ -1,0 +1,46 @@
+"""Shared fixtures: one SparkSession for the whole run, the bundled sample, a trained SPM model."""
+import os
+import random
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, "samples", "wmt22_sample.parquet")
+
+WORDS = ("the a cat dog sat on mat is was big small storm rover Mars NASA fighting battling "
+         "massive dust sandstorm of and to in it for with as at by U.S. 3.5 1,000 e-mail "
+         "don't (yes) \"quoted\" &amp; &lt;tag&gt; -- ... ! ? ; : / 猫 犬 東京 北京 사람 한국어").split()
+
+
+def random_sentences(rng: random.Random, count: int):
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 30))) for _ in range(count)]
+
+
+@pytest.fixture(scope="session")
+def spm_model(tmp_path_factory):
+    """A small SentencePiece model trained on text the tests generate (no download)."""
+    import sentencepiece
+
+    folder = tmp_path_factory.mktemp("spm")
+    corpus = folder / "corpus.txt"
+    corpus.write_text("\n".join(random_sentences(random.Random(7), 3000)), encoding="utf-8")
+    prefix = str(folder / "model")
+    sentencepiece.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=prefix, vocab_size=100, character_coverage=1.0, hard_vocab_limit=False,
+        minloglevel=2)
+    return prefix + ".model"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] session for every Spark test, with few shuffle partitions."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("bleu-spark-tests")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.ui.enabled", "false")
+               .getOrCreate())
+    yield session
+    session.stop()
