@@ -143,7 +143,7 @@ def score_dataframe(df: DataFrame, config: Optional[BleuConfig] = None,
                     references_col: str = "references", langpair_col: str = "langpair",
                     **bleu_options) -> List[dict]:
     """Scores per group of a DataFrame (no files written). Unscorable rows raise."""
-    options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by else None,
+    options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
                          candidate_col=candidate_col, references_col=references_col,
                          langpair_col=langpair_col, config=config or BleuConfig(**bleu_options))
     plan = plan_for(df, options)

@@ -1,0 +1,115 @@
+"""The Spark layer on one shared local[2] session: exactness, partition invariance, accounting."""
+import json
+from collections import defaultdict
+
+import pyarrow.parquet as pq
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+
+from bleu_spark import BleuConfig
+from bleu_spark.errors import (ColumnTypeError, InputNotFoundError, InvalidRowsError,
+                               MissingColumnError, MixedTokenizerGroupError)
+from bleu_spark.oracle import sacrebleu_score
+from bleu_spark.spark.job import JobOptions, partial_sums_frame, plan_for, run_job, score_dataframe
+from conftest import SAMPLE
+from matching import assert_matches_sacrebleu
+
+pytestmark = pytest.mark.spark
+
+
+def oracle_by_group(rows, config=BleuConfig(), keys=("langpair", "system")):
+    groups = defaultdict(list)
+    for row in rows:
+        groups[tuple(row[k] for k in keys)].append(row)
+    return {key: sacrebleu_score([r["candidate"] for r in g], [r["references"] for r in g],
+                                 config, langpair=g[0].get("langpair"))
+            for key, g in groups.items()}
+
+
+@pytest.fixture(scope="module")
+def sample(spark):
+    return spark.read.parquet(SAMPLE)
+
+
+def test_job_equals_sacrebleu_on_every_group_of_the_sample(spark, tmp_path):
+    result = run_job(spark, JobOptions(input=SAMPLE, output=str(tmp_path / "out")))
+    oracle = oracle_by_group(pq.read_table(SAMPLE).to_pylist())
+    assert len(result.scores) == len(oracle) == 112
+    for row in result.scores:
+        assert_matches_sacrebleu(row, oracle[row["langpair"], row["system"]])
+    assert {r["tokenize"] for r in result.scores if r["langpair"] == "en-ja"} == {"ja-mecab"}
+    assert {r["tokenize"] for r in result.scores if r["langpair"] == "en-zh"} == {"zh"}
+    written = json.loads((tmp_path / "out" / "scores.json").read_text(encoding="utf-8"))
+    assert written == json.loads(json.dumps(result.scores))
+    table = pq.read_table(tmp_path / "out" / "scores").to_pylist()
+    assert [(r["system"], r["langpair"], r["score"]) for r in table] == \
+        [(r["system"], r["langpair"], r["score"]) for r in result.scores]
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert run["rows"] == {"read": 17470, "scored": 17470, "rejected": 0, "rejected_by_reason": {}}
+    assert run["versions"]["sacrebleu"] == "2.6.0" and run["versions"]["java"]
+
+
+@pytest.mark.parametrize("cfg", [BleuConfig(tokenize="13a", lowercase=True, smooth_method="floor"),
+                                 BleuConfig(tokenize="intl", max_ngram_order=2, effective_order=True),
+                                 BleuConfig(tokenize="char", smooth_method="add-k", smooth_value=2)])
+def test_options_reach_the_executors(sample, cfg):
+    small = sample.where("seg_id < 40 and langpair in ('de-en', 'en-zh')")
+    scores = score_dataframe(small, config=cfg)
+    oracle = oracle_by_group([r.asDict(recursive=True) for r in small.collect()], cfg)
+    for row in scores:
+        assert_matches_sacrebleu(row, oracle[row["langpair"], row["system"]])
+
+
+def test_sentencepiece_model_is_shipped_to_executors(sample, spm_model):
+    small = sample.where("seg_id < 30 and langpair = 'de-en'")
+    cfg = BleuConfig(tokenize="flores200", spm_model=spm_model)
+    oracle = oracle_by_group([r.asDict(recursive=True) for r in small.collect()], cfg)
+    for row in score_dataframe(small, config=cfg):
+        assert_matches_sacrebleu(row, oracle[row["langpair"], row["system"]])
+
+
+def test_statistics_do_not_depend_on_partitioning(sample):
+    plan = plan_for(sample, JobOptions(input=SAMPLE))
+    frames = [partial_sums_frame(sample.repartition(n), plan) for n in (1, 3, 7)]
+    for frame in frames[1:]:
+        assert_df_equality(frames[0], frame, ignore_row_order=True, ignore_nullable=True)
+    assert frames[0].where(F.col("reason").isNull()).count() == 112
+
+
+def test_any_grouping_and_a_single_corpus(sample):
+    small = sample.where("seg_id < 20 and langpair in ('de-en', 'cs-en')")
+    rows = [r.asDict(recursive=True) for r in small.collect()]
+    by_system = score_dataframe(small, group_by=["system"], tokenize="13a")
+    oracle = oracle_by_group(rows, BleuConfig(tokenize="13a"), keys=("system",))
+    for row in by_system:
+        assert_matches_sacrebleu(row, oracle[(row["system"],)])
+    (whole,) = score_dataframe(small, group_by=[], tokenize="13a")
+    assert_matches_sacrebleu(whole, oracle_by_group(rows, BleuConfig(tokenize="13a"), keys=())[()])
+
+
+def test_auto_tokenizer_needs_langpair_among_the_groups(sample):
+    with pytest.raises(MixedTokenizerGroupError, match="langpair must be one of the --group-by"):
+        score_dataframe(sample, group_by=["system"])
+
+
+def test_unscorable_rows_are_counted_not_dropped(spark):
+    df = spark.createDataFrame(
+        [("s", "de-en", "a cat", ["a cat"]), ("s", "de-en", None, ["a cat"]),
+         ("s", "de-en", "a dog", [None, None]), ("s", "de-en", "a dog", None),
+         ("s", "de-en", "a dog", [])],
+        "system string, langpair string, candidate string, references array<string>")
+    with pytest.raises(InvalidRowsError, match=r"4 rows cannot be scored \(no_reference: 3, null_candidate: 1\)"):
+        score_dataframe(df)
+
+
+def test_schema_problems_are_reported_together(spark, tmp_path):
+    path = str(tmp_path / "bad.parquet")
+    spark.createDataFrame([("s", 1, "x")], "system string, candidate int, refs string") \
+        .write.parquet(path)
+    with pytest.raises(MissingColumnError, match="no column references.*candidate is int, expected string"):
+        run_job(spark, JobOptions(input=path))
+    with pytest.raises(ColumnTypeError, match="column refs is string, expected array<string>"):
+        run_job(spark, JobOptions(input=path, candidate_col="system", references_col="refs"))
+    with pytest.raises(InputNotFoundError, match="not found"):
+        run_job(spark, JobOptions(input=str(tmp_path / "missing" / "*.parquet")))
