@@ -121,13 +121,19 @@ def job_options(settings: dict):
 def spark_session():
     """Spark settings come from spark-submit, --conf and spark-defaults; local[*] only if none."""
     from pyspark import SparkConf
+    from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
 
     # Python workers run the driver's interpreter unless the platform names one
     # (spark.pyspark.python wins over this variable): the bare `python3` on PATH may lack pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = SparkConf()
-    builder = SparkSession.builder
+    try:
+        return SparkSession.builder.getOrCreate()
+    except PySparkRuntimeError as exc:
+        if exc.getCondition() not in ("MASTER_URL_NOT_SET", "APPLICATION_NAME_NOT_SET"):
+            raise
+    # The JVM is up now, so SparkConf sees what spark-submit and spark-defaults set.
+    conf, builder = SparkConf(), SparkSession.builder
     if not conf.contains("spark.master"):
         builder = builder.master("local[*]")
     if not conf.contains("spark.app.name"):
@@ -148,9 +154,10 @@ def format_table(scores: List[dict], group_cols) -> str:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from .spark.job import run_job
+    from .spark.job import preflight, run_job
 
     options = job_options(effective_settings(args))
+    preflight(options)
     spark = spark_session()
     try:
         result = run_job(spark, options)

@@ -70,7 +70,7 @@ def test_sentencepiece_model_is_shipped_to_executors(sample, spm_model):
 
 
 def test_statistics_do_not_depend_on_partitioning(sample):
-    plan = plan_for(sample, JobOptions(input=SAMPLE))
+    plan = plan_for(sample.schema, JobOptions(input=SAMPLE))
     frames = [partial_sums_frame(sample.repartition(n), plan) for n in (1, 3, 7)]
     for frame in frames[1:]:
         assert_df_equality(frames[0], frame, ignore_row_order=True, ignore_nullable=True)

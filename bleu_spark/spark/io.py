@@ -1,6 +1,7 @@
 """Reading and validating the input, and committing the output directory whole."""
 from __future__ import annotations
 
+import glob
 import json
 import os
 import uuid
@@ -19,6 +20,32 @@ from ..errors import ColumnTypeError, InputNotFoundError, MissingColumnError, Ou
 ATOMIC_TYPES = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType, T.BooleanType,
                 T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType, T.DoubleType,
                 T.FloatType)
+
+
+def is_local(path: str) -> bool:
+    return "://" not in path or path.startswith("file://")
+
+
+def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
+    """The schema of a local file, folder or glob, from Parquet footers (no JVM needed), so bad
+    paths and columns fail in a second with one line; None for remote URIs (Spark checks those)."""
+    if not is_local(path):
+        return None
+    import pyarrow.dataset as ds
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    local = path[len("file://"):] if path.startswith("file://") else path
+    matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local] * os.path.exists(local)
+    if not matches:
+        raise InputNotFoundError(f"{what} path not found: {path}")
+    try:
+        dataset = ds.dataset(matches if len(matches) > 1 else matches[0], format="parquet",
+                             partitioning="hive")
+        if not dataset.files:
+            raise InputNotFoundError(f"{what} path holds no Parquet files: {path}")
+        return from_arrow_schema(dataset.schema)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputNotFoundError(f"{what} is not readable Parquet: {path}: {exc}") from None
 
 
 def read_parquet(spark: SparkSession, path: str, what: str = "input") -> DataFrame:
@@ -101,12 +128,15 @@ class OutputDir:
         self.retired = f"{parent}/.{name}.old-{token}"
         self.staging_uri = (self.uri.rsplit("/", 1)[0] + f"/.{name}.staging-{token}"
                             if "://" in self.uri else self.staging)
+
+    def open(self) -> "OutputDir":
         self.check_replaceable()
         try:
-            self.fs.create_dir(parent, recursive=True)
+            self.fs.create_dir(os.path.dirname(self.staging), recursive=True)
             self.fs.create_dir(self.staging)
         except OSError as exc:
-            raise OutputError(f"cannot write output directory {uri}: {exc.strerror or exc}") from None
+            raise OutputError(f"cannot write output directory {self.uri}: {exc}") from None
+        return self
 
     def write_json(self, name: str, value) -> None:
         data = json.dumps(value, indent=2, ensure_ascii=False, default=str).encode() + b"\n"

@@ -13,6 +13,7 @@ import pyspark
 import sacrebleu
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from .. import __version__
 from ..accumulate import GroupTotals
@@ -59,17 +60,18 @@ def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...
     return tuple(c for c in DEFAULT_GROUP_BY if c in columns)
 
 
-def plan_for(df: DataFrame, options: JobOptions) -> PartitionPlan:
+def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     """Checks the input's columns against the options, all problems at once."""
-    group_cols = group_columns(options, df.columns)
+    columns = schema.fieldNames()
+    group_cols = group_columns(options, columns)
     config = options.config
-    auto = config.tokenize == AUTO and options.langpair_col in df.columns
+    auto = config.tokenize == AUTO and options.langpair_col in columns
     rules = [io.ColumnRule(options.candidate_col, "string", io.is_string),
              io.ColumnRule(options.references_col, "array<string>", io.is_string_array)]
     rules += [io.ColumnRule(c, "an atomic type", io.is_atomic) for c in group_cols]
     if auto:
         rules.append(io.ColumnRule(options.langpair_col, "string", io.is_string))
-    io.check_columns(df.schema, rules)
+    io.check_columns(schema, rules)
     if auto and options.langpair_col not in group_cols:
         raise MixedTokenizerGroupError(
             f"--tokenize auto picks a tokenizer per {options.langpair_col}, so "
@@ -146,7 +148,7 @@ def score_dataframe(df: DataFrame, config: Optional[BleuConfig] = None,
     options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
                          candidate_col=candidate_col, references_col=references_col,
                          langpair_col=langpair_col, config=config or BleuConfig(**bleu_options))
-    plan = plan_for(df, options)
+    plan = plan_for(df.schema, options)
     sums = [r.asDict() for r in partial_sums_frame(df, plan).collect()]
     scores, rejected = score_groups(sums, plan)
     if rejected:
@@ -159,12 +161,21 @@ def _rejection_summary(rejected: Counter) -> str:
     return f"{sum(rejected.values())} rows cannot be scored ({counts})"
 
 
+def preflight(options: JobOptions) -> None:
+    """Every check that needs no JVM: a local input's path and columns, the output folder."""
+    schema = io.local_schema(options.input)
+    if schema is not None:
+        plan_for(schema, options)
+    if options.output:
+        io.OutputDir(options.output).check_replaceable()
+
+
 def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     started = time.time()
     timings = {}
     df = io.read_parquet(spark, options.input)
-    plan = plan_for(df, options)
-    output = io.OutputDir(options.output) if options.output else None
+    plan = plan_for(df.schema, options)
+    output = io.OutputDir(options.output).open() if options.output else None
     if options.config.spm_model:
         spark.sparkContext.addFile(options.config.spm_model)
     timings["validate_s"] = time.time() - started

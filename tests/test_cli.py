@@ -1,0 +1,94 @@
+"""The command as a user meets it: exit codes, one-line errors, the job file, spark-submit."""
+import json
+import os
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+from bleu_spark import BleuConfig
+from bleu_spark.cli import build_parser, effective_settings, job_options, main
+from bleu_spark.errors import ConfigFileError
+from conftest import ROOT, SAMPLE
+from matching import assert_matches_sacrebleu
+from test_spark_job import oracle_by_group
+
+
+def run_cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "bleu_spark", "score", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["--input", "/no/such/file.parquet"], 3, "input path not found: /no/such/file.parquet"),
+    (["--candidate-col", "hyp"], 4, "input has no column hyp"),
+    (["--references-col", "source"], 5, "input column source is string, expected array<string>"),
+    (["--tokenize", "moses"], 2, "unknown tokenizer 'moses'"),
+    (["--smooth-method", "add-one"], 2, "unknown smoothing method 'add-one'"),
+    (["--tokenize", "flores200"], 6, "tokenizer flores200 needs a SentencePiece model file"),
+    (["--tokenize", "spBLEU-1K", "--spm-model", "/no/model.spm"], 6, "model file not found: /no/model.spm"),
+    (["--weights", "0.5,0.5"], 2, "2 weights given for max n-gram order 4"),
+    (["--on-invalid", "ignore"], 2, "invalid choice: 'ignore'"),
+    (["--frobnicate"], 2, "unrecognized arguments: --frobnicate"),
+])
+def test_user_errors_give_one_line_and_a_distinct_exit_code(tmp_path, args, code, message):
+    base = ["--input", SAMPLE, "--output", str(tmp_path / "out")]
+    result = run_cli(*base, *args)
+    assert result.returncode == code, result.stderr
+    assert result.stderr.strip().splitlines() == [f"bleu-spark: error: {result.stderr.split('error: ', 1)[1].strip()}"]
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_foreign_output_directory_is_never_replaced(tmp_path):
+    (tmp_path / "precious.txt").write_text("keep me")
+    result = run_cli("--input", SAMPLE, "--output", str(tmp_path))
+    assert result.returncode == 8 and "refusing to replace it" in result.stderr
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+def test_job_file_values_and_flag_overrides(tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("input: in.parquet\noutput: out\ntokenize: intl\nweights: [0.4, 0.3, 0.2, 0.1]\n"
+                   "group-by: system\n")
+    args = build_parser().parse_args(["score", "--config", str(job), "--tokenize", "char"])
+    options = job_options(effective_settings(args))
+    assert options.config == BleuConfig(tokenize="char", weights=(0.4, 0.3, 0.2, 0.1))
+    assert (options.input, options.output, options.group_by) == ("in.parquet", "out", ("system",))
+
+
+def test_bad_job_files_are_user_errors(tmp_path, capsys):
+    job = tmp_path / "job.yaml"
+    job.write_text("input: x\nsmoothing: exp\n")
+    assert main(["score", "--config", str(job)]) == ConfigFileError.exit_code
+    assert "unknown keys: smoothing" in capsys.readouterr().err
+    assert main(["score", "--config", str(tmp_path / "none.yaml")]) == ConfigFileError.exit_code
+
+
+@pytest.mark.e2e
+def test_spark_submit_on_local2_equals_sacrebleu(tmp_path):
+    from pyspark.find_spark_home import _find_spark_home
+
+    out = tmp_path / "out"
+    submit = os.path.join(_find_spark_home(), "bin", "spark-submit")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    result = subprocess.run([submit, "--master", "local[2]", "jobs/score_bleu.py",
+                             "--input", SAMPLE, "--output", str(out)],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "BLEU = " in result.stdout and "rows: read 17470, scored 17470, rejected 0" in result.stdout
+    scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
+    oracle = oracle_by_group(pq.read_table(SAMPLE).to_pylist())
+    for row in scores:
+        assert_matches_sacrebleu(row, oracle[row["langpair"], row["system"]])
+    run = json.loads((out / "run.json").read_text())
+    assert run["spark"]["master"] == "local[2]"
+
+    # A rerun into the same folder replaces it whole.
+    result = subprocess.run([submit, "--master", "local[2]", "jobs/score_bleu.py", "--input", SAMPLE,
+                             "--output", str(out), "--group-by", "langpair", "--tokenize", "13a"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(json.loads((out / "scores.json").read_text())) == 10
+    assert sorted(os.listdir(tmp_path)) == ["out"]
