@@ -17,8 +17,8 @@ DEFAULTS = {
     "input": None, "output": None, "group_by": None, "tokenize": AUTO, "lowercase": False,
     "smooth_method": "exp", "smooth_value": None, "max_ngram_order": 4,
     "effective_order": False, "weights": None, "spm_model": None,
-    "candidate_col": "candidate", "references_col": "references", "langpair_col": "langpair",
-    "on_invalid": "fail",
+    "candidate_col": "candidate", "references_col": ["references"], "langpair_col": "langpair",
+    "references": None, "join_on": None, "segment_key": None, "on_invalid": "fail",
 }
 
 
@@ -44,7 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--group-by", help="comma-separated group columns "
                     "(default: system,langpair, those present; '' for one corpus)")
     io.add_argument("--candidate-col", help="candidate column (default: candidate)")
-    io.add_argument("--references-col", help="array<string> references column (default: references)")
+    io.add_argument("--references-col", help="array<string> references column (default: "
+                    "references), or comma-separated string columns, one reference each")
+    io.add_argument("--references", metavar="PATH", help="separate Parquet references table: one "
+                    "row per segment (array column named by --references-col) or one row per "
+                    "reference (ref_id, reference)")
+    io.add_argument("--join-on", metavar="COLS", help="with --references: the comma-separated "
+                    "columns both tables share, e.g. testset,langpair,seg_id")
+    io.add_argument("--segment-key", metavar="COLS", help="with inline references: the columns "
+                    "naming a segment (e.g. testset,langpair,seg_id), for duplicate and coverage checks")
     io.add_argument("--langpair-col", help="language pair column, e.g. en-de (default: langpair)")
     io.add_argument("--on-invalid", choices=["fail", "quarantine"],
                     help="unscorable rows: stop (fail, default) or write them to DIR/rejected/")
@@ -88,7 +96,7 @@ def effective_settings(args: argparse.Namespace) -> dict:
     if args.config:
         settings.update(load_job_file(args.config))
     settings.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
-    for key in ("group_by", "weights"):
+    for key in ("group_by", "weights", "references_col", "join_on", "segment_key"):
         if isinstance(settings[key], str):
             settings[key] = _csv(settings[key])
     for key in ("input", "output"):
@@ -114,8 +122,10 @@ def job_options(settings: dict):
     return JobOptions(
         input=settings["input"], output=settings["output"],
         group_by=tuple(group_by) if group_by is not None else None,
-        candidate_col=settings["candidate_col"], references_col=settings["references_col"],
-        langpair_col=settings["langpair_col"], on_invalid=settings["on_invalid"], config=config)
+        candidate_col=settings["candidate_col"], references_cols=tuple(settings["references_col"]),
+        langpair_col=settings["langpair_col"], references=settings["references"],
+        join_on=tuple(settings["join_on"] or ()), segment_key=tuple(settings["segment_key"] or ()),
+        on_invalid=settings["on_invalid"], config=config)
 
 
 def spark_session():
@@ -167,6 +177,11 @@ def run_score(args: argparse.Namespace) -> int:
     rows = result.run["rows"]
     print(f"\nrows: read {rows['read']}, scored {rows['scored']}, rejected {rows['rejected']}"
           f"  |  signature: {_signatures(result.scores)}")
+    for warning in result.run["warnings"]:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    if result.run["unmatched_reference_segments"]:
+        print(f"{PROG}: note: {result.run['unmatched_reference_segments']} reference segments "
+              f"matched no candidate", file=sys.stderr)
     print(f"wrote {options.output} in {result.run['timings']['total_s']:.1f} s")
     return 0
 

@@ -36,6 +36,7 @@ def spm_model(tmp_path_factory):
 def spark():
     """One local[2] session for every Spark test, with few shuffle partitions."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # tests bind to loopback only
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.master("local[2]").appName("bleu-spark-tests")

@@ -11,6 +11,7 @@ from bleu_spark import BleuConfig
 from bleu_spark.errors import (ColumnTypeError, InputNotFoundError, InvalidRowsError,
                                MissingColumnError, MixedTokenizerGroupError)
 from bleu_spark.oracle import sacrebleu_score
+from bleu_spark.spark.inputs import scoring_input
 from bleu_spark.spark.job import JobOptions, partial_sums_frame, plan_for, run_job, score_dataframe
 from conftest import SAMPLE
 from matching import assert_matches_sacrebleu
@@ -69,9 +70,16 @@ def test_sentencepiece_model_is_shipped_to_executors(sample, spm_model):
         assert_matches_sacrebleu(row, oracle[row["langpair"], row["system"]])
 
 
-def test_statistics_do_not_depend_on_partitioning(sample):
-    plan = plan_for(sample.schema, JobOptions(input=SAMPLE))
-    frames = [partial_sums_frame(sample.repartition(n), plan) for n in (1, 3, 7)]
+def test_statistics_do_not_depend_on_partitioning(spark, sample):
+    options = JobOptions(input=SAMPLE)
+    plan = plan_for(sample.schema, options)
+
+    def sums(partitions):
+        scored = scoring_input(spark, sample.repartition(partitions), options, plan.group_cols,
+                               plan.langpair_col)
+        return partial_sums_frame(scored.frame, plan)
+
+    frames = [sums(n) for n in (1, 3, 7)]
     for frame in frames[1:]:
         assert_df_equality(frames[0], frame, ignore_row_order=True, ignore_nullable=True)
     assert frames[0].where(F.col("reason").isNull()).count() == 112
@@ -110,6 +118,6 @@ def test_schema_problems_are_reported_together(spark, tmp_path):
     with pytest.raises(MissingColumnError, match="no column references.*candidate is int, expected string"):
         run_job(spark, JobOptions(input=path))
     with pytest.raises(ColumnTypeError, match="column refs is string, expected array<string>"):
-        run_job(spark, JobOptions(input=path, candidate_col="system", references_col="refs"))
+        run_job(spark, JobOptions(input=path, candidate_col="system", references_cols=("refs",)))
     with pytest.raises(InputNotFoundError, match="not found"):
         run_job(spark, JobOptions(input=str(tmp_path / "missing" / "*.parquet")))

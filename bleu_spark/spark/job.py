@@ -22,9 +22,9 @@ from ..errors import InvalidRowsError, MixedTokenizerGroupError, UsageError
 from ..rows import REASONS
 from ..stats import stats_names
 from ..tokenizers import build_tokenizer
-from . import io
+from . import inputs, io
 from .stats import (MAX_REFS, MIN_REFS, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
-                    output_schema, partial_sums)
+                    output_schema, partial_sums, rejected_rows, rejected_schema)
 
 DEFAULT_GROUP_BY = ("system", "langpair")
 ON_INVALID = ("fail", "quarantine")
@@ -37,8 +37,11 @@ class JobOptions:
     output: Optional[str] = None
     group_by: Optional[Tuple[str, ...]] = None      # None: those of DEFAULT_GROUP_BY present
     candidate_col: str = "candidate"
-    references_col: str = "references"
+    references_cols: Tuple[str, ...] = ("references",)  # one array column, or string columns
     langpair_col: str = "langpair"
+    references: Optional[str] = None                    # a separate references table
+    join_on: Tuple[str, ...] = ()
+    segment_key: Tuple[str, ...] = ()                   # inline references: what names a segment
     on_invalid: str = "fail"
     config: BleuConfig = field(default_factory=BleuConfig)
 
@@ -46,6 +49,9 @@ class JobOptions:
         if self.on_invalid not in ON_INVALID:
             raise UsageError(f"unknown --on-invalid policy {self.on_invalid!r}; "
                              f"choose one of: {', '.join(ON_INVALID)}")
+        if not self.references_cols:
+            raise UsageError("--references-col needs at least one column")
+        inputs.check_reference_options(self)
 
 
 @dataclass
@@ -61,14 +67,16 @@ def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...
 
 
 def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
-    """Checks the input's columns against the options, all problems at once."""
+    """Checks the candidates table's columns against the options, all problems at once."""
     columns = schema.fieldNames()
     group_cols = group_columns(options, columns)
     config = options.config
     auto = config.tokenize == AUTO and options.langpair_col in columns
-    rules = [io.ColumnRule(options.candidate_col, "string", io.is_string),
-             io.ColumnRule(options.references_col, "array<string>", io.is_string_array)]
-    rules += [io.ColumnRule(c, "an atomic type", io.is_atomic) for c in group_cols]
+    rules = [io.ColumnRule(options.candidate_col, "string", io.is_string)]
+    if not options.references:
+        rules += inputs.reference_rules(options, columns)
+    keys = dict.fromkeys([*group_cols, *options.join_on, *options.segment_key])
+    rules += [io.ColumnRule(c, "an atomic type", io.is_atomic) for c in keys]
     if auto:
         rules.append(io.ColumnRule(options.langpair_col, "string", io.is_string))
     io.check_columns(schema, rules)
@@ -78,15 +86,16 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
             f"{options.langpair_col} must be one of the --group-by columns "
             f"(or give a fixed --tokenize)")
     return PartitionPlan(config=config, group_cols=group_cols,
-                         candidate_col=options.candidate_col,
-                         references_col=options.references_col,
-                         langpair_col=options.langpair_col if auto else None)
+                         candidate_col=options.candidate_col, references_col=inputs.REFERENCES,
+                         langpair_col=options.langpair_col if auto else None,
+                         reason_col=inputs.ROW_REASON)
 
 
 def partial_sums_frame(df: DataFrame, plan: PartitionPlan) -> DataFrame:
     """One row per (group, tokenizer, reason) over the whole input: the only wide step."""
     needed = list(dict.fromkeys([*plan.group_cols, plan.candidate_col, plan.references_col,
-                                 *([plan.langpair_col] if plan.langpair_col else [])]))
+                                 *([plan.langpair_col] if plan.langpair_col else []),
+                                 plan.reason_col]))
     narrow = df.select(*needed)
     partials = narrow.mapInArrow(partial_sums(plan), output_schema(plan, narrow.schema))
     stats = stats_names(plan.config.max_ngram_order)
@@ -135,25 +144,25 @@ def score_groups(sums: List[dict], plan: PartitionPlan) -> Tuple[List[dict], Cou
                                       "sys_len", "ref_len", "tokenize", "signature", "verbose")),
                        n_segments=0)
         row["n_rejected"] = rejected_by_group.get(key, 0)
+        row["coverage"] = None
         scores.append(row)
     scores.sort(key=lambda r: _sort_key(r, group_cols))
     return scores, rejected_by_reason
 
 
 def score_dataframe(df: DataFrame, config: Optional[BleuConfig] = None,
-                    group_by: Optional[Sequence[str]] = None, candidate_col: str = "candidate",
-                    references_col: str = "references", langpair_col: str = "langpair",
-                    **bleu_options) -> List[dict]:
-    """Scores per group of a DataFrame (no files written). Unscorable rows raise."""
+                    group_by: Optional[Sequence[str]] = None, **options) -> List[dict]:
+    """Scores per group of a DataFrame, no files written; unscorable rows raise.
+
+    `options` are JobOptions fields (candidate_col, references_cols, references, join_on, ...)
+    or BleuConfig fields (tokenize, lowercase, ...).
+    """
+    job_fields = set(JobOptions.__dataclass_fields__)
+    bleu = {k: v for k, v in options.items() if k not in job_fields}
+    job = {k: v for k, v in options.items() if k in job_fields}
     options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
-                         candidate_col=candidate_col, references_col=references_col,
-                         langpair_col=langpair_col, config=config or BleuConfig(**bleu_options))
-    plan = plan_for(df.schema, options)
-    sums = [r.asDict() for r in partial_sums_frame(df, plan).collect()]
-    scores, rejected = score_groups(sums, plan)
-    if rejected:
-        raise InvalidRowsError(_rejection_summary(rejected))
-    return scores
+                         config=config or BleuConfig(**bleu), **job)
+    return Scoring(df.sparkSession, df, options).scores
 
 
 def _rejection_summary(rejected: Counter) -> str:
@@ -161,65 +170,121 @@ def _rejection_summary(rejected: Counter) -> str:
     return f"{sum(rejected.values())} rows cannot be scored ({counts})"
 
 
+class Scoring:
+    """One scoring pass over a candidates DataFrame, and what it found."""
+
+    def __init__(self, spark: SparkSession, df: DataFrame, options: JobOptions):
+        self.options = options
+        self.plan = plan_for(df.schema, options)
+        self.input = inputs.scoring_input(spark, df, options, self.plan.group_cols,
+                                          self.plan.langpair_col)
+        sums = [r.asDict() for r in partial_sums_frame(self.input.frame, self.plan).collect()]
+        self.scores, self.rejected = score_groups(sums, self.plan)
+        self.warnings = self._add_coverage()
+        if self.rejected and options.on_invalid == "fail":
+            raise InvalidRowsError(self._failure_message())
+
+    def rejected_frame(self) -> DataFrame:
+        frame = self.input.frame
+        return frame.mapInArrow(rejected_rows(self.plan), rejected_schema(self.plan, frame.schema))
+
+    def _failure_message(self) -> str:
+        examples = self.rejected_frame().limit(EXAMPLES_SHOWN).collect()
+        shown = [", ".join(f"{c}={r[c]!r}" for c in [*self.plan.group_cols, *self.input.segment_key])
+                 + f": {r[REASON]}" for r in examples]
+        return (_rejection_summary(self.rejected) + "; e.g. " + "; ".join(shown)
+                + "; use --on-invalid quarantine to score the rest and write these to DIR/rejected/")
+
+    def _add_coverage(self) -> List[str]:
+        """Segments scored / segments in the reference set, per group, when segments have keys."""
+        if self.input.reference_keys is None:
+            return []
+        shared = [c for c in self.plan.group_cols if c in self.input.segment_key]
+        counts = {tuple(r[c] for c in shared): r["count"]
+                  for r in self.input.reference_keys.groupBy(*shared).count().collect()}
+        warnings = []
+        for row in self.scores:
+            expected = counts.get(tuple(row[c] for c in shared))
+            row["coverage"] = row["n_segments"] / expected if expected else None
+            if row["coverage"] is not None and row["coverage"] < 1:
+                group = ", ".join(f"{c}={row[c]}" for c in self.plan.group_cols)
+                warnings.append(f"{group}: {row['n_segments']} of {expected} segments scored "
+                                f"(coverage {100 * row['coverage']:.1f}%)")
+        return warnings
+
+    def unmatched_references(self) -> Optional[int]:
+        unmatched = self.input.unmatched_references
+        return unmatched.count() if unmatched is not None else None
+
+
 def preflight(options: JobOptions) -> None:
     """Every check that needs no JVM: a local input's path and columns, the output folder."""
     schema = io.local_schema(options.input)
     if schema is not None:
         plan_for(schema, options)
+    if options.references:
+        refs = io.local_schema(options.references, what="references")
+        if refs is not None:
+            io.check_columns(refs, inputs.references_table_rules(options, refs), table="references")
     if options.output:
         io.OutputDir(options.output).check_replaceable()
 
 
 def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     started = time.time()
-    timings = {}
     df = io.read_parquet(spark, options.input)
-    plan = plan_for(df.schema, options)
     output = io.OutputDir(options.output).open() if options.output else None
     if options.config.spm_model:
         spark.sparkContext.addFile(options.config.spm_model)
-    timings["validate_s"] = time.time() - started
-
     try:
         job_group = f"bleu-spark-{uuid.uuid4().hex[:8]}"
         spark.sparkContext.setJobGroup(job_group, "bleu-spark score")
-        sums = [r.asDict() for r in partial_sums_frame(df, plan).collect()]
-        scores, rejected = score_groups(sums, plan)
-        timings["compute_s"] = time.time() - started - timings["validate_s"]
-        if rejected and options.on_invalid == "fail":
-            raise InvalidRowsError(_rejection_summary(rejected) + "; use --on-invalid quarantine "
-                                   "to score the rest and write these to DIR/rejected/")
-        n_scored = sum(r["n_segments"] for r in scores)
-        n_rejected = sum(rejected.values())
-        run = {
-            "input": options.input, "output": options.output, "group_by": list(plan.group_cols),
-            "columns": {"candidate": options.candidate_col, "references": options.references_col,
-                        "langpair": options.langpair_col},
-            "on_invalid": options.on_invalid, "config": asdict(options.config),
-            "rows": {"read": n_scored + n_rejected, "scored": n_scored, "rejected": n_rejected,
-                     "rejected_by_reason": dict(sorted(rejected.items()))},
-            "groups": len(scores),
-            "tasks": task_summary(spark, job_group),
-            "versions": versions(spark),
-            "spark": {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId},
-        }
+        scoring = Scoring(spark, df, options)
+        timings = {"score_s": time.time() - started}
+        run = run_record(spark, options, scoring, job_group, rows_read=df.count())
         if output:
             write_start = time.time()
-            output.write_parquet("scores", scores_table(scores, plan.group_cols))
-            output.write_json("scores.json", scores)
+            if scoring.rejected:
+                scoring.rejected_frame().write.parquet(io.spark_path(output.staging_uri + "/rejected"))
+            output.write_parquet("scores", scores_table(scoring.scores, scoring.plan.group_cols))
+            output.write_json("scores.json", scoring.scores)
             timings["write_s"] = time.time() - write_start
-            timings["total_s"] = time.time() - started
-            run["timings"] = timings
+        timings["total_s"] = time.time() - started
+        run["timings"] = timings
+        if output:
             output.write_json(io.RUN_FILE, run)
             output.commit()
-        else:
-            timings["total_s"] = time.time() - started
-            run["timings"] = timings
-        return JobResult(scores=scores, run=run)
+        return JobResult(scores=scoring.scores, run=run)
     except BaseException:
         if output:
             output.abort()
         raise
+
+
+def run_record(spark: SparkSession, options: JobOptions, scoring: Scoring, job_group: str,
+               rows_read: int) -> dict:
+    """What run.json holds: the effective configuration, the row accounting, versions, tasks."""
+    n_scored = sum(r["n_segments"] for r in scoring.scores)
+    n_rejected = sum(scoring.rejected.values())
+    if rows_read != n_scored + n_rejected:  # counted apart from the scoring pass: a bug if unequal
+        raise RuntimeError(f"row accounting broken: read {rows_read}, scored {n_scored}, "
+                           f"rejected {n_rejected}")
+    return {
+        "input": options.input, "output": options.output, "references": options.references,
+        "join_on": list(options.join_on), "segment_key": list(scoring.input.segment_key),
+        "group_by": list(scoring.plan.group_cols),
+        "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
+                    "langpair": options.langpair_col},
+        "on_invalid": options.on_invalid, "config": asdict(options.config),
+        "rows": {"read": rows_read, "scored": n_scored, "rejected": n_rejected,
+                 "rejected_by_reason": dict(sorted(scoring.rejected.items()))},
+        "unmatched_reference_segments": scoring.unmatched_references(),
+        "groups": len(scoring.scores),
+        "warnings": scoring.warnings,
+        "tasks": task_summary(spark, job_group),
+        "versions": versions(spark),
+        "spark": {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId},
+    }
 
 
 def scores_table(scores: List[dict], group_cols) -> pa.Table:
@@ -227,9 +292,9 @@ def scores_table(scores: List[dict], group_cols) -> pa.Table:
              "precisions": pa.list_(pa.float64()), "bp": pa.float64(), "ratio": pa.float64(),
              "sys_len": pa.int64(), "ref_len": pa.int64(), "n_segments": pa.int64(),
              "tokenize": pa.string(), "signature": pa.string(), "verbose": pa.string(),
-             "n_rejected": pa.int64()}
+             "n_rejected": pa.int64(), "coverage": pa.float64()}
     columns = {c: pa.array([r[c] for r in scores]) for c in group_cols}
-    columns.update({c: pa.array([r[c] for r in scores], type=t) for c, t in types.items()})
+    columns.update({c: pa.array([r.get(c) for r in scores], type=t) for c, t in types.items()})
     return pa.table(columns)
 
 

@@ -33,6 +33,7 @@ class PartitionPlan:
     candidate_col: str
     references_col: str            # array<string>, already normalized by the reader
     langpair_col: Optional[str]    # read only for automatic tokenizer choice
+    reason_col: Optional[str] = None  # reasons found across rows (joins, duplicates), or null
 
     def tokenizer_for(self, langpair: Optional[str]) -> str:
         return self.config.tokenizer_for(langpair)
@@ -56,6 +57,22 @@ def _local_model(path: Optional[str]) -> Optional[str]:
     return SparkFiles.get(os.path.basename(path))
 
 
+def _rows(batch: pa.RecordBatch, plan: PartitionPlan):
+    """(group key, tokenizer, candidate, present references, reason or None) per row."""
+    n = batch.num_rows
+
+    def column(name):
+        return batch.column(name).to_pylist() if name else [None] * n
+
+    keys = (list(zip(*(batch.column(c).to_pylist() for c in plan.group_cols)))
+            if plan.group_cols else [()] * n)
+    for key, candidate, refs, langpair, found in zip(
+            keys, column(plan.candidate_col), column(plan.references_col),
+            column(plan.langpair_col), column(plan.reason_col)):
+        refs = present_references(refs)
+        yield key, plan.tokenizer_for(langpair), candidate, refs, rejection_reason(candidate, refs, found)
+
+
 def partial_sums(plan: PartitionPlan):
     """The function given to `DataFrame.mapInArrow`."""
     order = plan.config.max_ngram_order
@@ -74,17 +91,7 @@ def partial_sums(plan: PartitionPlan):
         for batch in batches:
             if group_types is None:
                 group_types = [batch.schema.field(c).type for c in plan.group_cols]
-            n = batch.num_rows
-            candidates = batch.column(plan.candidate_col).to_pylist()
-            references = batch.column(plan.references_col).to_pylist()
-            keys = (list(zip(*(batch.column(c).to_pylist() for c in plan.group_cols)))
-                    if plan.group_cols else [()] * n)
-            langpairs = (batch.column(plan.langpair_col).to_pylist() if plan.langpair_col
-                         else [None] * n)
-            for candidate, refs, key, langpair in zip(candidates, references, keys, langpairs):
-                tokenize = plan.tokenizer_for(langpair)
-                refs = present_references(refs)
-                reason = rejection_reason(candidate, refs)
+            for key, tokenize, candidate, refs, reason in _rows(batch, plan):
                 if reason:
                     rejected[key, tokenize, reason] += 1
                     continue
@@ -97,6 +104,25 @@ def partial_sums(plan: PartitionPlan):
             yield _to_batch(plan, group_types, scored, rejected)
 
     return run
+
+
+def rejected_rows(plan: PartitionPlan):
+    """A `mapInArrow` function keeping only the rows that cannot be scored, with their reason."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            reasons = [row[4] for row in _rows(batch, plan)]
+            kept = batch.filter(pa.array([r is not None for r in reasons]))
+            if plan.reason_col:
+                kept = kept.drop_columns([plan.reason_col])
+            yield kept.append_column(REASON, pa.array([r for r in reasons if r], pa.string()))
+
+    return run
+
+
+def rejected_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.StructType:
+    fields = [f for f in input_schema.fields if f.name != plan.reason_col]
+    return T.StructType(fields + [T.StructField(REASON, T.StringType())])
 
 
 def _to_batch(plan: PartitionPlan, group_types, scored, rejected) -> pa.RecordBatch:

@@ -1,0 +1,116 @@
+"""Assembling what the partition function scores, from the three shapes references come in.
+
+- inline: an array<string> column of the candidates table (`--references-col references`);
+- wide: several string columns of the candidates table (`--references-col ref_a,ref_b`);
+- joined: a separate table (`--references PATH --join-on testset,langpair,seg_id`), either one
+  row per segment with an array column, or one row per reference (`ref_id`, `reference`),
+  gathered in ref_id order.
+
+Checks that need more than one row (no matching reference row, a key matching several rows,
+duplicate segments) are made here in Spark SQL and travel as a reason column; the partition
+function adds the one-row checks and counts every rejected row, so nothing is dropped unsaid.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from ..errors import UsageError
+from ..rows import AMBIGUOUS_REFERENCE, DUPLICATE_SEGMENT, NO_REFERENCE_ROW
+from . import io
+
+REFERENCES = "_references"   # the normalized array<string> the partition function reads
+ROW_REASON = "_row_reason"   # reason found by the checks above, null when the row is fine
+REF_ID, REFERENCE = "ref_id", "reference"
+_MATCHED, _REF_ROWS = "_matched", "_ref_rows"
+
+
+@dataclass(frozen=True)
+class ScoringInput:
+    frame: DataFrame                        # group cols, candidate, REFERENCES, [langpair], ROW_REASON
+    segment_key: Tuple[str, ...]            # identifies a segment; () when unknown
+    reference_keys: Optional[DataFrame]     # one row per segment of the reference set
+    unmatched_references: Optional[DataFrame]  # reference rows no candidate matched
+
+
+def reference_rules(options, columns) -> list:
+    """Column rules for the candidates table's own references (inline or wide)."""
+    names = options.references_cols
+    if len(names) == 1:
+        return [io.ColumnRule(names[0], "array<string>", io.is_string_array)]
+    return [io.ColumnRule(name, "string", io.is_string) for name in names]
+
+
+def references_table_rules(options, schema) -> list:
+    keys = [io.ColumnRule(k, "an atomic type", io.is_atomic) for k in options.join_on]
+    columns = schema.fieldNames()
+    if options.references_cols[0] in columns or REF_ID not in columns:
+        return keys + [io.ColumnRule(options.references_cols[0], "array<string>", io.is_string_array)]
+    return keys + [io.ColumnRule(REF_ID, "an atomic type", io.is_atomic),
+                   io.ColumnRule(REFERENCE, "string", io.is_string)]
+
+
+def _one_row_per_segment(refs: DataFrame, options) -> DataFrame:
+    """The references table as (join keys, REFERENCES, _ref_rows)."""
+    keys = list(options.join_on)
+    if options.references_cols[0] in refs.columns:
+        return refs.groupBy(*keys).agg(F.first(options.references_cols[0]).alias(REFERENCES),
+                                       F.count(F.lit(1)).alias(_REF_ROWS))
+    ordered = F.array_sort(F.collect_list(F.struct(F.col(REF_ID).alias("i"),
+                                                   F.col(REFERENCE).alias("r"))))
+    # Several rows per segment are the point of this form: never ambiguous.
+    return refs.groupBy(*keys).agg(F.transform(ordered, lambda e: e["r"]).alias(REFERENCES),
+                                   F.lit(1).alias(_REF_ROWS))
+
+
+def _duplicates_flagged(frame: DataFrame, group_cols, segment_key) -> DataFrame:
+    """Every copy of a (group, segment key) seen twice is rejected: no copy is more right."""
+    if not segment_key:
+        return frame
+    window = Window.partitionBy(*dict.fromkeys([*group_cols, *segment_key]))
+    duplicate = F.count(F.lit(1)).over(window) > 1
+    return frame.withColumn(ROW_REASON, F.coalesce(F.col(ROW_REASON),
+                                                   F.when(duplicate, F.lit(DUPLICATE_SEGMENT))))
+
+
+def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langpair_col) -> ScoringInput:
+    keep = list(dict.fromkeys([*group_cols, options.candidate_col,
+                               *([langpair_col] if langpair_col else [])]))
+    if options.references:
+        return _joined(spark, df, options, group_cols, keep)
+    names = options.references_cols
+    references = F.col(names[0]) if len(names) == 1 else F.array(*[F.col(n) for n in names])
+    segment_key = tuple(options.segment_key)
+    frame = df.select(*keep, *[c for c in segment_key if c not in keep],
+                      references.alias(REFERENCES), F.lit(None).cast("string").alias(ROW_REASON))
+    frame = _duplicates_flagged(frame, group_cols, segment_key)
+    reference_keys = df.select(*segment_key).distinct() if segment_key else None
+    return ScoringInput(frame, segment_key, reference_keys, None)
+
+
+def _joined(spark, df, options, group_cols, keep) -> ScoringInput:
+    keys = list(options.join_on)
+    refs = io.read_parquet(spark, options.references, what="references")
+    io.check_columns(refs.schema, references_table_rules(options, refs.schema), table="references")
+    segments = _one_row_per_segment(refs, options).withColumn(_MATCHED, F.lit(True))
+    joined = df.select(*dict.fromkeys([*keep, *keys])).join(segments, on=keys, how="left")
+    reason = (F.when(F.col(_MATCHED).isNull(), F.lit(NO_REFERENCE_ROW))
+              .when(F.col(_REF_ROWS) > 1, F.lit(AMBIGUOUS_REFERENCE)))
+    frame = joined.select(*dict.fromkeys([*keep, *keys]), REFERENCES, reason.alias(ROW_REASON))
+    frame = _duplicates_flagged(frame, group_cols, tuple(keys))
+    unmatched = segments.join(df.select(*keys).distinct(), on=keys, how="left_anti")
+    return ScoringInput(frame, tuple(keys), segments.select(*keys), unmatched)
+
+
+def check_reference_options(options) -> None:
+    if options.references and not options.join_on:
+        raise UsageError("--references needs --join-on COLS (the columns both tables share, "
+                         "e.g. testset,langpair,seg_id)")
+    if options.join_on and not options.references:
+        raise UsageError("--join-on is only used with --references PATH")
+    if options.references and len(options.references_cols) > 1:
+        raise UsageError("several --references-col columns are for references inside the "
+                         "candidates table, not with --references")
