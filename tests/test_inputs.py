@@ -1,0 +1,174 @@
+"""The input contract: reference shapes, every reason code under both policies, coverage, safe output."""
+import json
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bleu_spark import BleuConfig
+from bleu_spark.errors import InvalidRowsError, OutputError
+from bleu_spark.oracle import sacrebleu_score
+from bleu_spark.spark import io
+from bleu_spark.spark.job import JobOptions, run_job
+from conftest import random_sentences
+from matching import assert_matches_sacrebleu
+
+pytestmark = pytest.mark.spark
+
+SYSTEMS, LANGPAIRS, SEGMENTS = ("A", "B"), ("de-en", "en-zh"), 12
+rng = random.Random(3)
+REFS = {(lp, i): (rng.choice(["", None]) if i == 5 else s1, s2)
+        for lp in LANGPAIRS for i, (s1, s2) in enumerate(zip(random_sentences(rng, SEGMENTS),
+                                                             random_sentences(rng, SEGMENTS)))}
+CANDIDATES = [{"system": s, "langpair": lp, "testset": "t", "seg_id": i,
+               "candidate": random_sentences(rng, 1)[0]}
+              for s in SYSTEMS for lp in LANGPAIRS for i in range(SEGMENTS)]
+
+
+def write(path, rows, schema=None):
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+    return str(path)
+
+
+def array_refs(tmp_path, refs=REFS):
+    return write(tmp_path / "refs_array.parquet",
+                 [{"testset": "t", "langpair": lp, "seg_id": i, "references": list(r)}
+                  for (lp, i), r in refs.items()])
+
+
+def long_refs(tmp_path):
+    rows = [{"testset": "t", "langpair": lp, "seg_id": i, "ref_id": ref_id, "reference": ref}
+            for (lp, i), r in REFS.items() for ref_id, ref in enumerate(r)]
+    return write(tmp_path / "refs_long.parquet", rows[::-1])  # order comes from ref_id, not rows
+
+
+def run(spark, tmp_path, candidates, name="out", schema=None, **options):
+    path = write(tmp_path / f"{name}_candidates.parquet", candidates, schema)
+    result = run_job(spark, JobOptions(input=path, output=str(tmp_path / name), **options))
+    rows = result.run["rows"]
+    assert rows["read"] == rows["scored"] + rows["rejected"] == len(candidates)
+    assert sum(r["n_segments"] + r["n_rejected"] for r in result.scores) == len(candidates)
+    return result
+
+
+def by_group(result):
+    return {(r["system"], r["langpair"]): r for r in result.scores}
+
+
+JOIN = dict(join_on=("testset", "langpair", "seg_id"))
+
+
+def test_wide_long_and_array_references_give_identical_scores(spark, tmp_path):
+    joined_array = run(spark, tmp_path, CANDIDATES, "array", references=array_refs(tmp_path), **JOIN)
+    joined_long = run(spark, tmp_path, CANDIDATES, "long", references=long_refs(tmp_path), **JOIN)
+    three = [dict(c, ref_a=REFS[c["langpair"], c["seg_id"]][0], ref_b=REFS[c["langpair"], c["seg_id"]][1],
+                  ref_c=None) for c in CANDIDATES]
+    schema = pa.schema([(k, pa.int64() if k == "seg_id" else pa.string()) for k in three[0]])
+    wide = run(spark, tmp_path, three, "wide", schema, references_cols=("ref_a", "ref_b", "ref_c"))
+    inline = run(spark, tmp_path, [dict(c, references=list(REFS[c["langpair"], c["seg_id"]]))
+                                   for c in CANDIDATES], "inline")
+    assert by_group(joined_array) == by_group(joined_long)
+    strip = lambda result: {k: {f: v for f, v in r.items() if f != "coverage"}
+                            for k, r in by_group(result).items()}
+    assert strip(joined_array) == strip(wide) == strip(inline)
+    for (system, langpair), row in by_group(joined_array).items():
+        rows = [c for c in CANDIDATES if (c["system"], c["langpair"]) == (system, langpair)]
+        theirs = sacrebleu_score([c["candidate"] for c in rows],
+                                 [REFS[langpair, c["seg_id"]] for c in rows], BleuConfig(),
+                                 langpair=langpair)
+        assert_matches_sacrebleu(row, theirs)
+        assert row["coverage"] == 1.0
+
+
+def broken_inputs():
+    """Candidates with one of each reason, and a references table missing a segment."""
+    rows = [dict(c) for c in CANDIDATES]
+    rows[0]["candidate"] = None                                   # null_candidate
+    rows.append(dict(rows[3]))                                    # duplicate_segment (x2)
+    rows.append(dict(rows[4], seg_id=99))                         # no_reference_row
+    refs = dict(REFS)
+    refs["de-en", 7] = (None, None)                               # no_reference (A and B)
+    refs["en-zh", 50] = ("an unused reference", None)             # unmatched, reported only
+    return rows, refs
+
+
+EXPECTED = {"null_candidate": 1, "duplicate_segment": 2, "no_reference_row": 1, "no_reference": 2}
+
+
+def test_every_reason_fails_the_run_by_default_and_says_how_many(spark, tmp_path):
+    rows, refs = broken_inputs()
+    with pytest.raises(InvalidRowsError) as failure:
+        run(spark, tmp_path, rows, references=array_refs(tmp_path, refs), **JOIN)
+    message = str(failure.value)
+    assert message.startswith("6 rows cannot be scored (duplicate_segment: 2, no_reference: 2, "
+                              "no_reference_row: 1, null_candidate: 1); e.g. system=")
+    assert not (tmp_path / "out").exists()
+
+
+def test_quarantine_scores_the_rest_and_writes_every_rejected_row(spark, tmp_path):
+    rows, refs = broken_inputs()
+    result = run(spark, tmp_path, rows, references=array_refs(tmp_path, refs),
+                 on_invalid="quarantine", **JOIN)
+    assert result.run["rows"]["rejected_by_reason"] == EXPECTED
+    assert result.run["unmatched_reference_segments"] == 1
+    rejected = pq.read_table(tmp_path / "out" / "rejected").to_pylist()
+    assert sorted(r["reason"] for r in rejected) == sorted(k for k, n in EXPECTED.items() for _ in range(n))
+    assert {(r["seg_id"], r["reason"]) for r in rejected if r["reason"] != "no_reference"} == \
+        {(0, "null_candidate"), (3, "duplicate_segment"), (99, "no_reference_row")}
+    groups = by_group(result)
+    assert groups["A", "de-en"]["n_rejected"] == 5 and groups["B", "de-en"]["n_rejected"] == 1
+    written = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert written["rows"]["rejected"] == 6
+
+
+def test_inline_references_reasons_under_both_policies(spark, tmp_path):
+    rows = [dict(c, references=list(REFS[c["langpair"], c["seg_id"]])) for c in CANDIDATES]
+    rows[1]["references"] = [None, None]
+    rows[2]["references"] = None
+    rows[6]["candidate"] = None
+    rows.append(dict(rows[8]))
+    options = dict(segment_key=("testset", "langpair", "seg_id"))
+    with pytest.raises(InvalidRowsError, match=r"^5 rows cannot be scored \(duplicate_segment: 2, "
+                                               r"no_reference: 2, null_candidate: 1\)"):
+        run(spark, tmp_path, rows, **options)
+    result = run(spark, tmp_path, rows, on_invalid="quarantine", **options)
+    assert result.run["rows"]["rejected_by_reason"] == {"duplicate_segment": 2, "no_reference": 2,
+                                                        "null_candidate": 1}
+    assert pq.read_table(tmp_path / "out" / "rejected").num_rows == 5
+
+
+def test_a_system_missing_ten_percent_is_flagged_with_its_coverage(spark, tmp_path):
+    segments = 20
+    refs = {("de-en", i): (f"reference number {i} .", None) for i in range(segments)}
+    rows = [{"system": s, "langpair": "de-en", "testset": "t", "seg_id": i, "candidate": f"number {i} ."}
+            for s in ("full", "partial") for i in range(segments) if not (s == "partial" and i % 10 == 0)]
+    result = run(spark, tmp_path, rows, references=array_refs(tmp_path, refs), **JOIN)
+    groups = by_group(result)
+    assert groups["full", "de-en"]["coverage"] == 1.0
+    assert groups["partial", "de-en"]["coverage"] == pytest.approx(0.9)
+    assert result.run["warnings"] == ["system=partial, langpair=de-en: 18 of 20 segments scored "
+                                      "(coverage 90.0%)"]
+
+
+def test_a_failure_while_writing_leaves_the_previous_result_whole(spark, tmp_path, monkeypatch):
+    rows = [dict(c, references=list(REFS[c["langpair"], c["seg_id"]])) for c in CANDIDATES]
+    first = run(spark, tmp_path, rows)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir() if p.is_file()}
+
+    def disk_full(self, name, value):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(io.OutputDir, "write_json", disk_full)
+    with pytest.raises(OSError):
+        run(spark, tmp_path, rows, group_by=("langpair",))
+    after = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir() if p.is_file()}
+    assert after == before and len(json.loads(after["scores.json"])) == len(first.scores)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_unwritable_output_is_a_user_error(spark, tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(OutputError):
+        run_job(spark, JobOptions(input=write(tmp_path / "c.parquet", CANDIDATES[:1]),
+                                  output=str(tmp_path / "file" / "out")))
