@@ -557,13 +557,17 @@ def run_score_path(path: str, input_path: str, out_path: str, tokenize: str = "a
             table = table.filter(pa.array(valid))
         rows += len(table)
         tok = auto_tokenize(lp, tokenize)
-        groups = list(_groups_of_langpair(table))
-        del table
-        t1 = time.perf_counter()
-        t_read += t1 - t0
+        t_read += time.perf_counter() - t0
         cached: Dict[Any, Any] = {}
-        for system, g in groups:
+        groups = _groups_of_langpair(table)
+        while True:
+            t1 = time.perf_counter()
+            item = next(groups, None)
             t2 = time.perf_counter()
+            t_read += t2 - t1
+            if item is None:
+                break
+            system, g = item
             hyps = g["candidate"].to_pylist()
             ref_lists = g["references"].to_pylist()
             if path == "a1":
@@ -592,7 +596,8 @@ def run_score_path(path: str, input_path: str, out_path: str, tokenize: str = "a
             else:
                 raise ValueError(path)
             t_score += time.perf_counter() - t2
-        del groups, cached
+            del g, hyps, ref_lists
+        del table, cached
     out = {"path": path, "rows": rows, "rejected": skipped, "results": results,
            "timings": {"import_s": t_import - t_start, "read_group_s": t_read, "score_s": t_score,
                        "total_s": time.perf_counter() - t_start}}
@@ -763,11 +768,13 @@ def summarize_collapsed(raw_path: Path, top: int = 25) -> Dict[str, Any]:
 
 
 def run_measured(cmd: Sequence[str], env: Dict[str, str], log_path: Path,
-                 timeout: Optional[float] = None, on_new=None) -> Dict[str, Any]:
+                 timeout: Optional[float] = None, on_new=None,
+                 cwd: Optional[Path] = None) -> Dict[str, Any]:
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(list(cmd), env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(list(cmd), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                cwd=str(cwd) if cwd else None)
         mon = TreeMonitor(proc.pid, on_new=on_new).start()
         try:
             rc = proc.wait(timeout=timeout)
@@ -908,6 +915,22 @@ def machine_info() -> Dict[str, Any]:
     return info
 
 
+def _git_describe(root: Path) -> Optional[str]:
+    """HEAD's short hash, with '+dirty' when tracked files under root differ from it."""
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=30)
+        if head.returncode != 0:
+            marker = root / "COMMIT"
+            return marker.read_text().strip() if marker.exists() else None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                                "--untracked-files=no", "--", "bleu_spark", "jobs"],
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+        return head.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def find_spark_submit() -> str:
     """spark-submit next to this Python, else the installed pyspark's, else PATH's."""
     here = Path(sys.executable).parent / "spark-submit"
@@ -987,8 +1010,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--master-c", default="local[2]", help="Spark master of path c (default local[2])")
     ap.add_argument("--spark-submit", default=None,
                     help="spark-submit to use (default: the one next to this Python, else PATH)")
-    ap.add_argument("--job-script", default=str(REPO / "jobs" / "score_bleu.py"),
-                    help="the job's spark-submit entry point (default jobs/score_bleu.py)")
+    ap.add_argument("--job-root", default=str(REPO),
+                    help="checkout whose jobs/score_bleu.py and bleu_spark/ paths b and c run "
+                         "(put first on PYTHONPATH; default: this checkout). Lets a fixed "
+                         "snapshot (git archive COMMIT | tar -x -C DIR) be timed")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="extra Spark --conf for paths b and c (repeatable; default none)")
     ap.add_argument("--profile", metavar="DIR", default=None,
@@ -1039,6 +1064,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     env.pop("PYSPARK_SUBMIT_ARGS", None)
+    job_root = Path(args.job_root).resolve()
+    job_script = job_root / "jobs" / "score_bleu.py"
+    if "b" in paths or "c" in paths:
+        env["PYTHONPATH"] = os.pathsep.join([str(job_root)] + (
+            [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        info["job_root"] = str(job_root)
+        info["job_commit"] = _git_describe(job_root)
+        print(f"job: {job_script} (commit {info['job_commit']})")
     spark_submit = args.spark_submit or find_spark_submit()
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = workdir / "runs" / f"{stamp}-{n_rows}"
@@ -1062,7 +1095,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             cmd = [spark_submit, "--master", master]
             for c in args.conf:
                 cmd += ["--conf", c]
-            cmd += [args.job_script, "--input", str(input_path), "--output", str(out_dir),
+            cmd += [str(job_script), "--input", str(input_path), "--output", str(out_dir),
                     "--group-by", ",".join(GROUP_KEYS)]
             if args.tokenize != "auto":
                 cmd += ["--tokenize", args.tokenize]
@@ -1070,7 +1103,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 Path(args.profile).mkdir(parents=True, exist_ok=True)
                 profile = PySpyAttacher(Path(args.profile) / "pyspy-b.txt")
                 on_new = profile
-        r = run_measured(cmd, env, run_dir / f"{p}.log", timeout=args.timeout, on_new=on_new)
+        # cwd: Spark may create spark-warehouse/ and derby files in the working folder
+        r = run_measured(cmd, env, run_dir / f"{p}.log", timeout=args.timeout, on_new=on_new,
+                         cwd=run_dir)
         runs[p] = r
         if r["returncode"] != 0:
             print(f"  {p} FAILED (exit {r['returncode']}); log: {r['log']}")
