@@ -61,15 +61,14 @@ def closest_ref_len(sys_len: int, ref_lens: Sequence[int]) -> int:
 def segment_statistics(sys_tokens: List[str], ref_lens: Sequence[int], ref_counts: NgramCounts,
                        max_order: int) -> List[int]:
     sys_len = len(sys_tokens)
-    correct = [0] * max_order
+    correct = []
+    for sys_counts, best in zip(ngram_counts(sys_tokens, max_order), ref_counts):
+        # Sum of min(count in candidate, largest count in a reference) over shared n-grams,
+        # iterated in C (map over builtins) rather than a Python loop per n-gram.
+        shared = sys_counts.keys() & best.keys()
+        correct.append(sum(map(min, map(sys_counts.__getitem__, shared),
+                               map(best.__getitem__, shared))))
     totals = [max(0, sys_len - n) for n in range(max_order)]
-    for n, (sys_counts, best) in enumerate(zip(ngram_counts(sys_tokens, max_order), ref_counts)):
-        matched = 0
-        for ngram, count in sys_counts.items():
-            ref_count = best.get(ngram)
-            if ref_count:
-                matched += count if count < ref_count else ref_count
-        correct[n] = matched
     return [sys_len, closest_ref_len(sys_len, ref_lens)] + correct + totals
 
 

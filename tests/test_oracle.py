@@ -99,3 +99,28 @@ def test_weights_change_the_signature_and_uniform_ones_do_not():
     assert uniform.signature == sacrebleu_score(*zip(*segments), BleuConfig())["signature"]
     assert "|weights:0.4,0.3,0.2,0.1|" in skewed.signature
     assert skewed.score != uniform.score
+
+
+ALPHABET = st.sampled_from(list(" !\"#$%&'()*+,-./0123456789:;<=>?@[\\]^_`{|}~aZé猫\n\t") + ODD_CHARS
+                           + ["&amp;", "&quot;", "&lt;", "&gt;", "<skipped>", "-\n"])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(ALPHABET, max_size=40).map("".join) | st.text(max_size=40))
+def test_fast_13a_tokenizer_is_sacrebleus_character_for_character(line):
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    from bleu_spark.tokenizers import FastTokenizer13a
+
+    assert FastTokenizer13a()(line) == Tokenizer13a()(line)
+
+
+def test_fast_13a_tokenizer_on_every_line_of_the_sample():
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    from bleu_spark.tokenizers import FastTokenizer13a
+
+    table = pq.read_table(SAMPLE, columns=["candidate", "references"])
+    lines = table["candidate"].to_pylist() + [r for refs in table["references"].to_pylist() for r in refs]
+    fast, reference = FastTokenizer13a(), Tokenizer13a()
+    assert [fast(line) for line in lines] == [reference(line) for line in lines]
