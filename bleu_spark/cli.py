@@ -19,6 +19,7 @@ DEFAULTS = {
     "effective_order": False, "weights": None, "spm_model": None,
     "candidate_col": "candidate", "references_col": ["references"], "langpair_col": "langpair",
     "references": None, "join_on": None, "segment_key": None, "on_invalid": "fail",
+    "progress_seconds": 30.0,
 }
 
 
@@ -56,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--langpair-col", help="language pair column, e.g. en-de (default: langpair)")
     io.add_argument("--on-invalid", choices=["fail", "quarantine"],
                     help="unscorable rows: stop (fail, default) or write them to DIR/rejected/")
+    io.add_argument("--progress-seconds", type=float, metavar="S",
+                    help="a progress line on stderr every S seconds (default 30; 0: none)")
     bleu = score.add_argument_group("BLEU (as sacrebleu's options)")
     bleu.add_argument("--tokenize", metavar="NAME",
                       help=f"auto (default: by target language) or one of {', '.join(TOKENIZERS)}")
@@ -125,7 +128,8 @@ def job_options(settings: dict):
         candidate_col=settings["candidate_col"], references_cols=tuple(settings["references_col"]),
         langpair_col=settings["langpair_col"], references=settings["references"],
         join_on=tuple(settings["join_on"] or ()), segment_key=tuple(settings["segment_key"] or ()),
-        on_invalid=settings["on_invalid"], config=config)
+        on_invalid=settings["on_invalid"], progress_seconds=settings["progress_seconds"],
+        config=config)
 
 
 def spark_session():

@@ -23,6 +23,7 @@ from ..rows import REASONS
 from ..stats import stats_names
 from ..tokenizers import build_tokenizer
 from . import inputs, io
+from .progress import Progress
 from .stats import (MAX_REFS, MIN_REFS, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
                     output_schema, partial_sums, rejected_rows, rejected_schema)
 
@@ -43,6 +44,7 @@ class JobOptions:
     join_on: Tuple[str, ...] = ()
     segment_key: Tuple[str, ...] = ()                   # inline references: what names a segment
     on_invalid: str = "fail"
+    progress_seconds: float = 30.0                      # 0: no progress lines
     config: BleuConfig = field(default_factory=BleuConfig)
 
     def __post_init__(self):
@@ -91,13 +93,13 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
                          reason_col=inputs.ROW_REASON)
 
 
-def partial_sums_frame(df: DataFrame, plan: PartitionPlan) -> DataFrame:
+def partial_sums_frame(df: DataFrame, plan: PartitionPlan, rows_done=None) -> DataFrame:
     """One row per (group, tokenizer, reason) over the whole input: the only wide step."""
     needed = list(dict.fromkeys([*plan.group_cols, plan.candidate_col, plan.references_col,
                                  *([plan.langpair_col] if plan.langpair_col else []),
                                  plan.reason_col]))
     narrow = df.select(*needed)
-    partials = narrow.mapInArrow(partial_sums(plan), output_schema(plan, narrow.schema))
+    partials = narrow.mapInArrow(partial_sums(plan, rows_done), output_schema(plan, narrow.schema))
     stats = stats_names(plan.config.max_ngram_order)
     return partials.groupBy(*plan.group_cols, TOKENIZE, REASON).agg(
         F.sum(N_SEGMENTS).alias(N_SEGMENTS), F.min(MIN_REFS).alias(MIN_REFS),
@@ -173,12 +175,13 @@ def _rejection_summary(rejected: Counter) -> str:
 class Scoring:
     """One scoring pass over a candidates DataFrame, and what it found."""
 
-    def __init__(self, spark: SparkSession, df: DataFrame, options: JobOptions):
+    def __init__(self, spark: SparkSession, df: DataFrame, options: JobOptions, rows_done=None):
         self.options = options
         self.plan = plan_for(df.schema, options)
         self.input = inputs.scoring_input(spark, df, options, self.plan.group_cols,
                                           self.plan.langpair_col)
-        sums = [r.asDict() for r in partial_sums_frame(self.input.frame, self.plan).collect()]
+        frame = partial_sums_frame(self.input.frame, self.plan, rows_done)
+        sums = [r.asDict() for r in frame.collect()]
         self.scores, self.rejected = score_groups(sums, self.plan)
         self.warnings = self._add_coverage()
         if self.rejected and options.on_invalid == "fail":
@@ -239,9 +242,11 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     try:
         job_group = f"bleu-spark-{uuid.uuid4().hex[:8]}"
         spark.sparkContext.setJobGroup(job_group, "bleu-spark score")
-        scoring = Scoring(spark, df, options)
+        rows_read = df.count()  # from Parquet footers: cheap, and checked against the scoring pass
+        with Progress(spark, rows_read, options.progress_seconds) as progress:
+            scoring = Scoring(spark, df, options, progress.rows)
         timings = {"score_s": time.time() - started}
-        run = run_record(spark, options, scoring, job_group, rows_read=df.count())
+        run = run_record(spark, options, scoring, job_group, rows_read)
         if output:
             write_start = time.time()
             if scoring.rejected:

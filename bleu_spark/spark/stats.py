@@ -73,8 +73,8 @@ def _rows(batch: pa.RecordBatch, plan: PartitionPlan):
         yield key, plan.tokenizer_for(langpair), candidate, refs, rejection_reason(candidate, refs, found)
 
 
-def partial_sums(plan: PartitionPlan):
-    """The function given to `DataFrame.mapInArrow`."""
+def partial_sums(plan: PartitionPlan, rows_done=None):
+    """The function given to `DataFrame.mapInArrow`; `rows_done`: an accumulator for progress."""
     order = plan.config.max_ngram_order
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -99,6 +99,8 @@ def partial_sums(plan: PartitionPlan):
                 if totals is None:
                     totals = scored[key, tokenize] = GroupTotals(order)
                 totals.add(scorer(tokenize).statistics(candidate, refs), len(refs))
+            if rows_done is not None:
+                rows_done.add(batch.num_rows)
 
         if group_types is not None:
             yield _to_batch(plan, group_types, scored, rejected)

@@ -1,0 +1,58 @@
+"""Progress lines on long runs: rows scored so far, the share done, and the time left.
+
+Rows are counted by an accumulator the partition function adds to as it finishes each batch
+(Spark applies a task's updates when the task ends); the share done comes from the row count
+of the input, which Parquet footers give before the scoring pass starts.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Optional
+
+
+def _duration(seconds: float) -> str:
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
+
+
+class Progress:
+    """Prints `bleu-spark: progress: ...` to stderr every `interval` seconds until stopped."""
+
+    def __init__(self, spark, total_rows: int, interval: float, stream=sys.stderr):
+        self.rows = spark.sparkContext.accumulator(0)
+        self.total_rows = total_rows
+        self.interval = interval
+        self.stream = stream
+        self._tracker = spark.sparkContext.statusTracker()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._started = time.time()
+
+    def __enter__(self) -> "Progress":
+        if self.interval > 0:
+            self._thread = threading.Thread(target=self._run, name="bleu-spark-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+
+    def line(self) -> str:
+        done, elapsed = self.rows.value, time.time() - self._started
+        stages = [self._tracker.getStageInfo(s) for s in self._tracker.getActiveStageIds()]
+        tasks = ", ".join(f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks"
+                          for s in stages if s)
+        share = done / self.total_rows if self.total_rows else 0.0
+        left = f", about {_duration(elapsed * (1 - share) / share)} left" if 0 < share < 1 else ""
+        return (f"bleu-spark: progress: {done:,} of {self.total_rows:,} rows scored "
+                f"({100 * share:.0f}%), {_duration(elapsed)} elapsed{left}"
+                + (f" [{tasks}]" if tasks else ""))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            print(self.line(), file=self.stream, flush=True)
