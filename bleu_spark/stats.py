@@ -98,3 +98,8 @@ class SegmentScorer:
     def signature(self) -> str:
         return self.tokenizer.signature()
 
+    @property
+    def references_tokenized(self) -> int:
+        """Reference sets tokenized so far: each cache miss is one."""
+        return self._references.cache_info().misses
+

@@ -172,3 +172,9 @@ def test_unwritable_output_is_a_user_error(spark, tmp_path):
     with pytest.raises(OutputError):
         run_job(spark, JobOptions(input=write(tmp_path / "c.parquet", CANDIDATES[:1]),
                                   output=str(tmp_path / "file" / "out")))
+
+
+def test_joined_references_are_tokenized_once_per_segment_not_per_system(spark, tmp_path):
+    result = run(spark, tmp_path, CANDIDATES, references=array_refs(tmp_path), **JOIN)
+    assert result.run["rows"]["scored"] == len(SYSTEMS) * len(LANGPAIRS) * SEGMENTS
+    assert result.run["references_tokenized"] == len(LANGPAIRS) * SEGMENTS

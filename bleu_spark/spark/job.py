@@ -93,13 +93,13 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
                          reason_col=inputs.ROW_REASON)
 
 
-def partial_sums_frame(df: DataFrame, plan: PartitionPlan, rows_done=None) -> DataFrame:
+def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> DataFrame:
     """One row per (group, tokenizer, reason) over the whole input: the only wide step."""
     needed = list(dict.fromkeys([*plan.group_cols, plan.candidate_col, plan.references_col,
                                  *([plan.langpair_col] if plan.langpair_col else []),
                                  plan.reason_col]))
     narrow = df.select(*needed)
-    partials = narrow.mapInArrow(partial_sums(plan, rows_done), output_schema(plan, narrow.schema))
+    partials = narrow.mapInArrow(partial_sums(plan, *accumulators), output_schema(plan, narrow.schema))
     stats = stats_names(plan.config.max_ngram_order)
     return partials.groupBy(*plan.group_cols, TOKENIZE, REASON).agg(
         F.sum(N_SEGMENTS).alias(N_SEGMENTS), F.min(MIN_REFS).alias(MIN_REFS),
@@ -177,10 +177,11 @@ class Scoring:
 
     def __init__(self, spark: SparkSession, df: DataFrame, options: JobOptions, rows_done=None):
         self.options = options
+        self.references_tokenized = spark.sparkContext.accumulator(0)
         self.plan = plan_for(df.schema, options)
         self.input = inputs.scoring_input(spark, df, options, self.plan.group_cols,
                                           self.plan.langpair_col)
-        frame = partial_sums_frame(self.input.frame, self.plan, rows_done)
+        frame = partial_sums_frame(self.input.frame, self.plan, rows_done, self.references_tokenized)
         sums = [r.asDict() for r in frame.collect()]
         self.scores, self.rejected = score_groups(sums, self.plan)
         self.warnings = self._add_coverage()
@@ -284,6 +285,9 @@ def run_record(spark: SparkSession, options: JobOptions, scoring: Scoring, job_g
         "rows": {"read": rows_read, "scored": n_scored, "rejected": n_rejected,
                  "rejected_by_reason": dict(sorted(scoring.rejected.items()))},
         "unmatched_reference_segments": scoring.unmatched_references(),
+        # Reference sets tokenized by the partition function (task retries may add some): at or
+        # near the number of segments, not segments x systems, when rows of a segment meet.
+        "references_tokenized": scoring.references_tokenized.value,
         "groups": len(scoring.scores),
         "warnings": scoring.warnings,
         "tasks": task_summary(spark, job_group),

@@ -73,8 +73,9 @@ def _rows(batch: pa.RecordBatch, plan: PartitionPlan):
         yield key, plan.tokenizer_for(langpair), candidate, refs, rejection_reason(candidate, refs, found)
 
 
-def partial_sums(plan: PartitionPlan, rows_done=None):
-    """The function given to `DataFrame.mapInArrow`; `rows_done`: an accumulator for progress."""
+def partial_sums(plan: PartitionPlan, rows_done=None, references_tokenized=None):
+    """The function given to `DataFrame.mapInArrow`. The optional accumulators count rows done
+    (for progress) and reference sets tokenized (rows sharing references share the work)."""
     order = plan.config.max_ngram_order
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -102,6 +103,8 @@ def partial_sums(plan: PartitionPlan, rows_done=None):
             if rows_done is not None:
                 rows_done.add(batch.num_rows)
 
+        if references_tokenized is not None:
+            references_tokenized.add(sum(s.references_tokenized for s in scorers.values()))
         if group_types is not None:
             yield _to_batch(plan, group_types, scored, rejected)
 
