@@ -49,4 +49,3 @@ class MixedTokenizerGroupError(BleuSparkError):
     exit_code = 10
 
 
-EXIT_CODES = {cls.__name__: cls.exit_code for cls in BleuSparkError.__subclasses__()}

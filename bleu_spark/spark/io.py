@@ -6,7 +6,7 @@ import json
 import os
 import uuid
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.fs as pafs

@@ -19,7 +19,6 @@ from .. import __version__
 from ..accumulate import GroupTotals
 from ..config import AUTO, BleuConfig
 from ..errors import InvalidRowsError, MixedTokenizerGroupError, UsageError
-from ..rows import REASONS
 from ..stats import stats_names
 from ..tokenizers import build_tokenizer
 from . import inputs, io
