@@ -947,12 +947,16 @@ def find_spark_submit() -> str:
     return shutil.which("spark-submit") or "spark-submit"
 
 
+def _fmt_rate(rows: int, seconds: Optional[float]) -> str:
+    return f"{rows / seconds:,.0f}" if seconds else "-"
+
+
 def _fmt_mib(v: Optional[float]) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
 def print_table(runs: Dict[str, Dict[str, Any]], rows: int) -> None:
-    hdr = (f"{'path':<4} {'what':<42} {'rows/s':>9} {'wall s':>8} {'cpu s':>7} "
+    hdr = (f"{'path':<4} {'what':<42} {'rows/s':>9} {'wall s':>8} {'cpu s':>7} {'rows/cpu-s':>10} "
            f"{'JVM MiB':>8} {'py drv':>7} {'py wrk':>7} {'1 wrk':>6} {'load':>5}")
     print(hdr)
     print("-" * len(hdr))
@@ -963,7 +967,8 @@ def print_table(runs: Dict[str, Dict[str, Any]], rows: int) -> None:
         peak = r.get("peak_rss_mib", {})
         one = r.get("peak_rss_one_mib", {})
         print(f"{p:<4} {PATH_TITLES[p]:<42} {r['rows_per_s']:>9,.0f} {r['wall_s']:>8.1f} "
-              f"{r.get('cpu_total_s', 0):>7.1f} {_fmt_mib(peak.get('jvm')):>8} "
+              f"{r.get('cpu_total_s', 0):>7.1f} {_fmt_rate(rows, r.get('cpu_total_s')):>10} "
+              f"{_fmt_mib(peak.get('jvm')):>8} "
               f"{_fmt_mib(peak.get('py_driver')):>7} {_fmt_mib(peak.get('py_worker')):>7} "
               f"{_fmt_mib(one.get('py_worker')):>6} {r['load_before'][0]:>5.2f}")
 
@@ -1191,6 +1196,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if ratios:
         print("ratios of rows/s: " + ", ".join(f"{k} = {v:.2f}" for k, v in ratios.items()))
     for p in ("b", "c"):
+        cpu = runs.get(p, {}).get("cpu_s")
+        if cpu:
+            print(f"{p} CPU seconds by process: " + ", ".join(
+                f"{k} {v:.1f}" for k, v in sorted(cpu.items(), key=lambda kv: -kv[1]) if v >= 0.05))
         jr = runs.get(p, {}).get("job_run")
         if jr:
             keep = {k: jr[k] for k in ("rows", "timings", "spark") if k in jr}
