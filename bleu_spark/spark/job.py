@@ -130,12 +130,9 @@ def score_groups(sums: List[dict], plan: PartitionPlan) -> Tuple[List[dict], Cou
     scores = []
     for key in set(totals) | set(rejected_by_group):
         by_tokenizer = totals.get(key, {})
-        if len(by_tokenizer) > 1:
-            raise MixedTokenizerGroupError(
-                f"group {dict(zip(group_cols, key))} needs tokenizers "
-                f"{', '.join(sorted(by_tokenizer))}; group by the language pair or fix --tokenize")
         row = dict(zip(group_cols, key))
         if by_tokenizer:
+            # One tokenizer per group: plan_for puts the language pair among the group columns.
             (tokenize, group_totals), = by_tokenizer.items()
             if tokenize not in signatures:
                 signatures[tokenize] = build_tokenizer(tokenize, config.spm_model).signature()
