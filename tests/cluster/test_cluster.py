@@ -379,13 +379,14 @@ def check_cluster_run(run: Submission, cluster: Cluster, expected: List[dict]) -
 
 # ----------------------------------------------------------------------------- tests
 
-def test_cluster_matches_local(cluster, dataset, workdir, local_scores):
+def test_cluster_matches_local(cluster, dataset, workdir, local_scores, record_property):
     data, size = dataset
     out = workdir / "cluster"
     pythons = ExecutorPythons(cluster)
     run = run_submit(cluster_argv(cluster, data, size, out, free_port()),
                      submit_env(workdir / "spark-conf"), out, workdir / "cluster.log", pythons)
     print(f"cluster run: {run.seconds:.1f} s wall")
+    record_property("wall time", f"cluster run {run.seconds:.1f} s ({ROWS} rows)")
     info = check_cluster_run(run, cluster, local_scores)
     pythons.check()
     assert info["tasks"]["failed"] == 0, info["tasks"]
@@ -448,7 +449,7 @@ class ExecutorKiller:
                         return
 
 
-def test_killed_executor_matches_local(cluster, dataset, workdir, local_scores):
+def test_killed_executor_matches_local(cluster, dataset, workdir, local_scores, record_property):
     data, size = dataset
     out = workdir / "cluster-killed"
     log = workdir / "cluster-killed.log"
@@ -460,6 +461,9 @@ def test_killed_executor_matches_local(cluster, dataset, workdir, local_scores):
     print(f"killed-executor run: {run.seconds:.1f} s wall; killed {killer.killed} "
           f"{killer.killed['at'] - started:.1f} s in" if killer.killed else
           f"killed-executor run: {run.seconds:.1f} s wall; nothing killed")
+    record_property("wall time", f"killed-executor run {run.seconds:.1f} s ({ROWS} rows)" + (
+        f", executor {killer.killed['executor_id']} (PID {killer.killed['pid']}) killed "
+        f"{killer.killed['at'] - started:.1f} s in" if killer.killed else ", nothing killed"))
     assert killer.killed, ("the job finished before an executor had finished tasks and was "
                            f"running one; raise BLEU_SPARK_CLUSTER_ROWS\n{run.log_tail()}")
     assert not os.path.exists(f"/proc/{killer.killed['pid']}/cmdline") or \
