@@ -242,7 +242,7 @@ def _archive_is_fresh() -> bool:
 
 
 @pytest.fixture(scope="module")
-def archive() -> Path:
+def archive(wall_times) -> Path:
     """dist/bleu_spark_env.tar.gz + dist/score_bleu.py, rebuilt unless newer than the sources."""
     if not _archive_is_fresh():
         started = time.monotonic()
@@ -250,7 +250,8 @@ def archive() -> Path:
                               env={**os.environ, "PYTHON": PYTHON}, capture_output=True,
                               text=True, timeout=900)
         assert done.returncode == 0, f"package.sh failed:\n{done.stdout}\n{done.stderr[-4000:]}"
-        print(f"package.sh: {time.monotonic() - started:.0f} s\n{done.stdout}")
+        wall_times.lines.append(f"package.sh: {time.monotonic() - started:.1f} s")
+        print(done.stdout)
     return ARCHIVE
 
 
@@ -265,10 +266,12 @@ def _recorded_pids(state: Path) -> List[int]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, archive) -> Cluster:
+def cluster(tmp_path_factory, archive, wall_times) -> Cluster:
     state = tmp_path_factory.mktemp("cluster-state")
     try:
+        started = time.monotonic()
         up = _cluster_cmd("up", state, timeout=180)
+        wall_times.lines.append(f"cluster.sh up: {time.monotonic() - started:.1f} s")
         assert up.returncode == 0, f"cluster.sh up failed:\n{up.stdout}\n{up.stderr}"
         url = up.stdout.strip().splitlines()[-1]
         assert re.fullmatch(r"spark://127\.0\.0\.1:\d+", url), url
@@ -312,7 +315,7 @@ def workdir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def local_scores(dataset, workdir) -> List[dict]:
+def local_scores(dataset, workdir, wall_times) -> List[dict]:
     """The same job in local mode (driver and workers: this test's python and the source tree)."""
     data, _ = dataset
     out = workdir / "local"
@@ -324,7 +327,7 @@ def local_scores(dataset, workdir) -> List[dict]:
             str(ROOT / "jobs" / "score_bleu.py"), "--input", str(data), "--output", str(out)]
     run = run_submit(argv, submit_env(workdir / "spark-conf"), out, workdir / "local.log")
     assert run.returncode == 0, f"local run failed:\n{run.log_tail()}"
-    print(f"local[2] run: {run.seconds:.1f} s")
+    wall_times.lines.append(f"local[2] run: {run.seconds:.1f} s ({ROWS} rows, exit {run.returncode})")
     scores = read_scores(out)
     assert {(r["langpair"], r["tokenize"]) for r in scores} == {("en-de", "13a"),
                                                                 ("en-ja", "ja-mecab")}
@@ -377,16 +380,36 @@ def check_cluster_run(run: Submission, cluster: Cluster, expected: List[dict]) -
     return info
 
 
+class WallTimes:
+    """Prints the wall times at the end of the run, in their own section (also without -s)."""
+
+    def __init__(self):
+        self.lines: List[str] = []
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.lines:
+            terminalreporter.section("cluster wall times")
+            for line in self.lines:
+                terminalreporter.line(line)
+
+
+@pytest.fixture(scope="module")
+def wall_times(request) -> WallTimes:
+    plugin = WallTimes()
+    request.config.pluginmanager.register(plugin, "bleu-spark-cluster-wall-times")
+    return plugin
+
+
 # ----------------------------------------------------------------------------- tests
 
-def test_cluster_matches_local(cluster, dataset, workdir, local_scores, record_property):
+def test_cluster_matches_local(cluster, dataset, workdir, local_scores, wall_times):
     data, size = dataset
     out = workdir / "cluster"
     pythons = ExecutorPythons(cluster)
     run = run_submit(cluster_argv(cluster, data, size, out, free_port()),
                      submit_env(workdir / "spark-conf"), out, workdir / "cluster.log", pythons)
     print(f"cluster run: {run.seconds:.1f} s wall")
-    record_property("wall time", f"cluster run {run.seconds:.1f} s ({ROWS} rows)")
+    wall_times.lines.append(f"cluster run: {run.seconds:.1f} s ({ROWS} rows, exit {run.returncode})")
     info = check_cluster_run(run, cluster, local_scores)
     pythons.check()
     assert info["tasks"]["failed"] == 0, info["tasks"]
@@ -449,7 +472,7 @@ class ExecutorKiller:
                         return
 
 
-def test_killed_executor_matches_local(cluster, dataset, workdir, local_scores, record_property):
+def test_killed_executor_matches_local(cluster, dataset, workdir, local_scores, wall_times):
     data, size = dataset
     out = workdir / "cluster-killed"
     log = workdir / "cluster-killed.log"
@@ -461,7 +484,7 @@ def test_killed_executor_matches_local(cluster, dataset, workdir, local_scores, 
     print(f"killed-executor run: {run.seconds:.1f} s wall; killed {killer.killed} "
           f"{killer.killed['at'] - started:.1f} s in" if killer.killed else
           f"killed-executor run: {run.seconds:.1f} s wall; nothing killed")
-    record_property("wall time", f"killed-executor run {run.seconds:.1f} s ({ROWS} rows)" + (
+    wall_times.lines.append(f"killed-executor run: {run.seconds:.1f} s ({ROWS} rows, exit {run.returncode})" + (
         f", executor {killer.killed['executor_id']} (PID {killer.killed['pid']}) killed "
         f"{killer.killed['at'] - started:.1f} s in" if killer.killed else ", nothing killed"))
     assert killer.killed, ("the job finished before an executor had finished tasks and was "
