@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
@@ -416,8 +417,9 @@ def test_cluster_matches_local(cluster, dataset, workdir, local_scores, wall_tim
 
 
 class ExecutorKiller:
-    """Once the input stage has finished some tasks, SIGKILLs the JVM of an executor that has
-    finished tasks and is running one, found by PID among one worker's children."""
+    """Once the scoring stage has finished some tasks, SIGKILLs the JVM of an executor that has
+    finished tasks of that stage and is running one, found by PID among one worker's children
+    (its command line names the application and the executor id)."""
 
     def __init__(self, cluster: Cluster, log: Path, ui_port: int):
         self.cluster, self.log, self.ui_port = cluster, log, ui_port
@@ -449,27 +451,37 @@ class ExecutorKiller:
                     and 1 <= s["numCompleteTasks"] <= s["numTasks"] - 4]
             if not busy:
                 return
-            executors = [e for e in self._api(f"applications/{self.app_id}/executors")
-                         if e["id"] != "driver" and e["isActive"]
-                         and e["completedTasks"] >= 1 and e["activeTasks"] >= 1]
+            stage = busy[0]
+            tasks = self._api(f"applications/{self.app_id}/stages/{stage['stageId']}/"
+                              f"{stage['attemptId']}/taskList?length=10000")
         except (OSError, ValueError, KeyError):
             return  # UI not up yet, or between stages
+        finished = Counter(t["executorId"] for t in tasks if t.get("status") == "SUCCESS")
+        running = Counter(t["executorId"] for t in tasks if t.get("status") == "RUNNING")
+        candidates = [e for e in finished if running[e]]  # finished tasks here, running one
         table = process_table()
-        for executor in executors:
-            for worker in self.cluster.worker_pids:
-                for p in descendants(worker, table):
-                    argv = p.argv
-                    if ("org.apache.spark.executor.CoarseGrainedExecutorBackend" in argv
-                            and self.app_id in argv
-                            and argv[argv.index("--executor-id") + 1] == executor["id"]):
-                        os.kill(p.pid, signal.SIGKILL)
-                        self.killed = {"pid": p.pid, "worker_pid": worker,
-                                       "executor_id": executor["id"],
-                                       "executor_completed_tasks": executor["completedTasks"],
-                                       "stage": {k: busy[0][k] for k in
-                                                 ("stageId", "numTasks", "numCompleteTasks")},
-                                       "at": time.monotonic()}
-                        return
+        for worker in self.cluster.worker_pids:
+            for p in descendants(worker, table):
+                argv = p.argv
+                if not ("org.apache.spark.executor.CoarseGrainedExecutorBackend" in argv
+                        and self.app_id in argv and "--executor-id" in argv[:-1]):
+                    continue
+                executor_id = argv[argv.index("--executor-id") + 1]
+                if executor_id not in candidates:
+                    continue
+                # Only once its Python workers run: the scoring stage, not the row count before
+                # it (a JVM-only stage of as many tasks).
+                if not any("python" in os.path.basename(c.argv[0])
+                           for c in descendants(p.pid, table) if c.argv):
+                    continue
+                os.kill(p.pid, signal.SIGKILL)
+                self.killed = {"pid": p.pid, "worker_pid": worker, "executor_id": executor_id,
+                               "tasks_finished_in_stage": finished[executor_id],
+                               "stage": {k: stage.get(k) for k in
+                                         ("stageId", "attemptId", "name", "numTasks",
+                                          "numCompleteTasks")},
+                               "at": time.monotonic()}
+                return
 
 
 def test_killed_executor_matches_local(cluster, dataset, workdir, local_scores, wall_times):
