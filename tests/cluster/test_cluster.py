@@ -286,7 +286,10 @@ def _teardown(state: Path) -> None:
     table = process_table()
     pids = _recorded_pids(state)
     tree = {pid for root in pids for pid in [root, *(p.pid for p in descendants(root, table))]}
-    down = _cluster_cmd("down", state, timeout=180)
+    try:
+        down = _cluster_cmd("down", state, timeout=180)
+    except subprocess.TimeoutExpired as exc:
+        down = subprocess.CompletedProcess(exc.cmd, -1, exc.stdout or "", "timed out")
     time.sleep(0.5)
     left = {p.pid: p for p in cluster_processes(state)}
     table = process_table()
