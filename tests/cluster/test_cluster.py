@@ -432,7 +432,7 @@ class ExecutorKiller:
 
     def _api(self, path: str):
         port = self.ui_port
-        match = re.search(r"started at http://127\.0\.0\.1:(\d+)",
+        match = re.search(r"started service 'SparkUI' on port (\d+)",
                           self.log.read_text(errors="replace")) if self.log.exists() else None
         if match:  # the UI moves to the next port if the chosen one was taken meanwhile
             port = int(match.group(1))
