@@ -178,3 +178,10 @@ def test_joined_references_are_tokenized_once_per_segment_not_per_system(spark, 
     result = run(spark, tmp_path, CANDIDATES, references=array_refs(tmp_path), **JOIN)
     assert result.run["rows"]["scored"] == len(SYSTEMS) * len(LANGPAIRS) * SEGMENTS
     assert result.run["references_tokenized"] == len(LANGPAIRS) * SEGMENTS
+
+
+def test_inline_references_are_tokenized_once_per_segment_whatever_the_layout(spark, tmp_path):
+    rows = [dict(c, references=list(REFS[c["langpair"], c["seg_id"]])) for c in CANDIDATES]
+    by_system = sorted(rows, key=lambda r: (r["system"], r["langpair"], r["seg_id"]))
+    result = run(spark, tmp_path, by_system)
+    assert result.run["references_tokenized"] == len(LANGPAIRS) * SEGMENTS
