@@ -44,7 +44,7 @@ ENTRY = ROOT / "dist" / "score_bleu.py"
 PYTHON = sys.executable
 ROWS = int(os.environ.get("BLEU_SPARK_CLUSTER_ROWS", "200000"))
 FILES = 8                  # input Parquet files
-PARTITIONS = 32            # input partitions asked for on the cluster (many short tasks)
+PARTITIONS = 32            # input and shuffle partitions asked for on the cluster
 SUBMIT_TIMEOUT = 420       # seconds for one spark-submit before it is killed
 GROUP_COLS = ("system", "langpair")
 
@@ -347,8 +347,12 @@ def cluster_argv(cluster: Cluster, data: Path, size: int, out: Path, ui_port: in
             "--conf", f"spark.pyspark.driver.python={PYTHON}",
             "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
             "--conf", "spark.ui.enabled=true", "--conf", f"spark.ui.port={ui_port}",
-            # many short input partitions, so an executor can be lost mid-stage
+            # many short tasks in every stage, so an executor can be lost mid-stage: input
+            # splits, and the shuffle that brings rows sharing references together (without
+            # adaptive coalescing, which merges it into as few tasks as there are cores)
             "--conf", f"spark.sql.files.maxPartitionBytes={size // PARTITIONS + 1}",
+            "--conf", f"spark.sql.shuffle.partitions={PARTITIONS}",
+            "--conf", "spark.sql.adaptive.coalescePartitions.enabled=false",
             str(ENTRY), "--input", str(data), "--output", str(out)]
 
 
@@ -427,16 +431,19 @@ class ExecutorKiller:
     def __init__(self, cluster: Cluster, log: Path, ui_port: int):
         self.cluster, self.log, self.ui_port = cluster, log, ui_port
         self.app_id: Optional[str] = None
+        self.ui_bound = False
         self.killed: Optional[dict] = None
         self.pythons = ExecutorPythons(cluster)
 
     def _api(self, path: str):
-        port = self.ui_port
-        match = re.search(r"started service 'SparkUI' on port (\d+)",
-                          self.log.read_text(errors="replace")) if self.log.exists() else None
-        if match:  # the UI moves to the next port if the chosen one was taken meanwhile
-            port = int(match.group(1))
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/{path}", timeout=2) as r:
+        if not self.ui_bound and self.log.exists():
+            # the UI moves to the next port if the chosen one was taken meanwhile
+            match = re.search(r"started service 'SparkUI' on port (\d+)",
+                              self.log.read_text(errors="replace"))
+            if match:
+                self.ui_port, self.ui_bound = int(match.group(1)), True
+        url = f"http://127.0.0.1:{self.ui_port}/api/v1/{path}"
+        with urllib.request.urlopen(url, timeout=2) as r:
             return json.load(r)
 
     def __call__(self) -> None:
@@ -510,4 +517,7 @@ def test_killed_executor_matches_local(cluster, dataset, workdir, local_scores, 
     killer.pythons.check()
     tasks = info.get("tasks")
     assert tasks is not None, "run.json has no 'tasks' key"
+    # The lost executor's running tasks fail in the stage's attempt 0; the shuffle output it held
+    # is gone too, so the next stage's reads fail and Spark reruns both as attempt 1. `failed`
+    # must count the failed task attempts of every attempt of the run's stages.
     assert tasks["failed"] >= 1, f"run.json does not record the lost task attempts: {tasks}"
