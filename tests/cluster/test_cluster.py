@@ -21,6 +21,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -299,6 +300,8 @@ def _teardown(state: Path) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    for unpacked in state.glob("work-*/app-*/*/environment"):  # ~540 MB per executor
+        shutil.rmtree(unpacked, ignore_errors=True)
     assert down.returncode == 0, f"cluster.sh down failed:\n{down.stdout}\n{down.stderr}"
     assert not left, "processes of the cluster were still running after cluster.sh down: " + \
         "; ".join(f"{p.pid} {' '.join(p.argv)[:160]}" for p in left.values())
