@@ -304,8 +304,10 @@ def scores_table(scores: List[dict], group_cols) -> pa.Table:
 
 
 def task_summary(spark: SparkSession, job_group: str) -> dict:
-    """Tasks of this run's Spark jobs; `failed` counts attempts that were lost and retried."""
-    tracker = spark.sparkContext.statusTracker()
+    """Tasks of this run's Spark jobs. `failed` counts task attempts that were lost (e.g. with an
+    executor) and rerun; `stage_retries` counts stages Spark had to run again for lost output."""
+    sc = spark.sparkContext
+    tracker = sc.statusTracker()
     summary = Counter()
     for job_id in tracker.getJobIdsForGroup(job_group):
         job = tracker.getJobInfo(job_id)
@@ -313,9 +315,22 @@ def task_summary(spark: SparkSession, job_group: str) -> dict:
             stage = tracker.getStageInfo(stage_id)
             if stage:
                 summary["stages"] += 1
+                summary["stage_retries"] += stage.currentAttemptId
                 summary["completed"] += stage.numCompletedTasks
-                summary["failed"] += stage.numFailedTasks
-    return {k: summary.get(k, 0) for k in ("stages", "completed", "failed")}
+                summary["failed"] += _failed_attempts(sc, stage_id, stage.numFailedTasks)
+    return {k: summary.get(k, 0) for k in ("stages", "stage_retries", "completed", "failed")}
+
+
+def _failed_attempts(sc, stage_id: int, last_attempt_failed: int) -> int:
+    """Failed tasks over every attempt of a stage. The public tracker shows only the last
+    attempt, and a stage rerun after a lost executor starts at zero failures, so this asks the
+    driver's status store (what the UI's REST API serves); the tracker's figure if it cannot."""
+    try:
+        no_quantiles = sc._gateway.new_array(sc._gateway.jvm.double, 0)
+        attempts = sc._jsc.sc().statusStore().stageData(stage_id, False, None, False, no_quantiles)
+        return sum(attempts.apply(i).numFailedTasks() for i in range(attempts.length()))
+    except Exception:  # an internal interface: never let reporting break a finished run
+        return last_attempt_failed
 
 
 def versions(spark: SparkSession) -> dict:
