@@ -771,6 +771,7 @@ def run_measured(cmd: Sequence[str], env: Dict[str, str], log_path: Path,
                  timeout: Optional[float] = None, on_new=None,
                  cwd: Optional[Path] = None) -> Dict[str, Any]:
     load_before = os.getloadavg()
+    busy_before = _machine_busy_s()
     t0 = time.perf_counter()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(list(cmd), env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -787,7 +788,20 @@ def run_measured(cmd: Sequence[str], env: Dict[str, str], log_path: Path,
            "load_before": [round(x, 2) for x in load_before],
            "load_after": [round(x, 2) for x in os.getloadavg()], "log": str(log_path)}
     out.update(mon.report())
+    busy_after = _machine_busy_s()
+    if busy_before is not None and busy_after is not None:
+        # CPU that other processes on the machine used meanwhile: the noise in this timing
+        out["other_cpu_s"] = round(max(0.0, busy_after - busy_before - out.get("cpu_total_s", 0)), 1)
     return out
+
+
+def _machine_busy_s() -> Optional[float]:
+    try:
+        import psutil
+    except ImportError:
+        return None
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
 
 
 def _kill_tree(pid: int) -> None:
@@ -957,7 +971,7 @@ def _fmt_mib(v: Optional[float]) -> str:
 
 def print_table(runs: Dict[str, Dict[str, Any]], rows: int) -> None:
     hdr = (f"{'path':<4} {'what':<42} {'rows/s':>9} {'wall s':>8} {'cpu s':>7} {'rows/cpu-s':>10} "
-           f"{'JVM MiB':>8} {'py drv':>7} {'py wrk':>7} {'1 wrk':>6} {'load':>5}")
+           f"{'JVM MiB':>8} {'py drv':>7} {'py wrk':>7} {'1 wrk':>6} {'load':>5} {'other cpu':>9}")
     print(hdr)
     print("-" * len(hdr))
     for p in ALL_PATHS:
@@ -970,7 +984,8 @@ def print_table(runs: Dict[str, Dict[str, Any]], rows: int) -> None:
               f"{r.get('cpu_total_s', 0):>7.1f} {_fmt_rate(rows, r.get('cpu_total_s')):>10} "
               f"{_fmt_mib(peak.get('jvm')):>8} "
               f"{_fmt_mib(peak.get('py_driver')):>7} {_fmt_mib(peak.get('py_worker')):>7} "
-              f"{_fmt_mib(one.get('py_worker')):>6} {r['load_before'][0]:>5.2f}")
+              f"{_fmt_mib(one.get('py_worker')):>6} {r['load_before'][0]:>5.2f} "
+              f"{r.get('other_cpu_s', float('nan')):>9.1f}")
 
 
 def compute_ratios(runs: Dict[str, Dict[str, Any]]) -> Dict[str, float]:
@@ -1190,7 +1205,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     print()
     print(f"{n_rows:,} rows; peak RSS in MiB (py wrk = all Python workers together, "
-          f"1 wrk = the largest one); load = 1-min load average before the run")
+          f"1 wrk = the largest one); load = 1-min load average before the run; other cpu = "
+          f"CPU seconds used meanwhile by processes outside the run")
     print_table(runs, n_rows)
     ratios = report["ratios"]
     if ratios:
