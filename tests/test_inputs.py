@@ -185,3 +185,16 @@ def test_inline_references_are_tokenized_once_per_segment_whatever_the_layout(sp
     by_system = sorted(rows, key=lambda r: (r["system"], r["langpair"], r["seg_id"]))
     result = run(spark, tmp_path, by_system)
     assert result.run["references_tokenized"] == len(LANGPAIRS) * SEGMENTS
+
+
+def test_a_join_key_matching_two_array_rows_is_ambiguous_under_both_policies(spark, tmp_path):
+    refs = array_refs(tmp_path)
+    doubled = write(tmp_path / "refs_doubled.parquet",
+                    pq.read_table(refs).to_pylist()
+                    + [{"testset": "t", "langpair": "de-en", "seg_id": 2, "references": ["other"]}])
+    with pytest.raises(InvalidRowsError, match=r"^2 rows cannot be scored \(ambiguous_reference: 2\)"):
+        run(spark, tmp_path, CANDIDATES, references=doubled, **JOIN)
+    result = run(spark, tmp_path, CANDIDATES, references=doubled, on_invalid="quarantine", **JOIN)
+    assert result.run["rows"]["rejected_by_reason"] == {"ambiguous_reference": 2}
+    assert {(r["system"], r["seg_id"]) for r in pq.read_table(tmp_path / "out" / "rejected").to_pylist()} \
+        == {("A", 2), ("B", 2)}
