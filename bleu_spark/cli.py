@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import List, Optional
 
@@ -132,29 +131,6 @@ def job_options(settings: dict):
         config=config)
 
 
-def spark_session():
-    """Spark settings come from spark-submit, --conf and spark-defaults; local[*] only if none."""
-    from pyspark import SparkConf
-    from pyspark.errors import PySparkRuntimeError
-    from pyspark.sql import SparkSession
-
-    # Python workers run the driver's interpreter unless the platform names one
-    # (spark.pyspark.python wins over this variable): the bare `python3` on PATH may lack pyarrow.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    try:
-        return SparkSession.builder.getOrCreate()
-    except PySparkRuntimeError as exc:
-        if exc.getCondition() not in ("MASTER_URL_NOT_SET", "APPLICATION_NAME_NOT_SET"):
-            raise
-    # The JVM is up now, so SparkConf sees what spark-submit and spark-defaults set.
-    conf, builder = SparkConf(), SparkSession.builder
-    if not conf.contains("spark.master"):
-        builder = builder.master("local[*]")
-    if not conf.contains("spark.app.name"):
-        builder = builder.appName(PROG)
-    return builder.getOrCreate()
-
-
 def format_table(scores: List[dict], group_cols) -> str:
     headers = [*group_cols, "tokenize", "n_segments", "n_rejected", "BLEU"]
     rows = [[*("" if r[c] is None else str(r[c]) for c in group_cols), str(r["tokenize"] or "-"),
@@ -168,7 +144,7 @@ def format_table(scores: List[dict], group_cols) -> str:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from .spark.job import preflight, run_job
+    from .spark.job import preflight, run_job, spark_session
 
     options = job_options(effective_settings(args))
     preflight(options)

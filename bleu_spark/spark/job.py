@@ -1,7 +1,9 @@
 """The scoring job: read, validate, map partitions to partial sums, reduce per group, score, write."""
 from __future__ import annotations
 
+import os
 import platform
+import sys
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -10,6 +12,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyspark
+from pyspark import SparkConf
+from pyspark.errors import PySparkRuntimeError
 import sacrebleu
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -339,3 +343,22 @@ def versions(spark: SparkSession) -> dict:
             "pyspark": pyspark.__version__, "pyarrow": pa.__version__,
             "python": platform.python_version(),
             "java": jvm.java.lang.System.getProperty("java.version")}
+
+
+def spark_session():
+    """Spark settings come from spark-submit, --conf and spark-defaults; local[*] only if none."""
+    # Python workers run the driver's interpreter unless the platform names one
+    # (spark.pyspark.python wins over this variable): the bare `python3` on PATH may lack pyarrow.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    try:
+        return SparkSession.builder.getOrCreate()
+    except PySparkRuntimeError as exc:
+        if exc.getCondition() not in ("MASTER_URL_NOT_SET", "APPLICATION_NAME_NOT_SET"):
+            raise
+    # The JVM is up now, so SparkConf sees what spark-submit and spark-defaults set.
+    conf, builder = SparkConf(), SparkSession.builder
+    if not conf.contains("spark.master"):
+        builder = builder.master("local[*]")
+    if not conf.contains("spark.app.name"):
+        builder = builder.appName("bleu-spark")
+    return builder.getOrCreate()
