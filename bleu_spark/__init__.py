@@ -12,14 +12,20 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from .accumulate import GroupTotals
 from .config import BleuConfig
 from .errors import BleuSparkError, InvalidRowsError, UsageError
-from .rows import REASONS, present_references, rejection_reason
+from .rows import REASONS, rejection_reasons
 from .scoring import BleuResult
-from .stats import SegmentScorer
+from .stats import segment_statistics
+from .tokenizers import LineTokenizer
 
 __version__ = "0.1.0"
+
+BATCH_ROWS = 10_000  # segments counted at once: memory stays bounded for any corpus size
 
 __all__ = ["BleuConfig", "BleuResult", "BleuSparkError", "corpus_bleu", "score_dataframe",
            "__version__"]
@@ -39,15 +45,20 @@ def corpus_bleu(candidates: Sequence[Optional[str]],
     if len(candidates) != len(references):
         raise UsageError(f"{len(candidates)} candidates but {len(references)} reference lists")
     tokenize = config.tokenizer_for(langpair)
-    scorer = SegmentScorer(config, tokenize)
+    tokenizer = LineTokenizer(tokenize, config.lowercase, config.spm_model)
+    candidates = pa.array(candidates, pa.string())
+    references = pa.array([None if refs is None else list(refs) for refs in references],
+                          pa.list_(pa.string()))
+    reasons = rejection_reasons(candidates, references)
+    if reasons.null_count < len(reasons):
+        i = pc.index(pc.is_valid(reasons), True).as_py()
+        raise InvalidRowsError(f"segment {i}: {REASONS[reasons[i].as_py()]} ({reasons[i].as_py()})")
     totals = GroupTotals(config.max_ngram_order)
-    for i, (candidate, refs) in enumerate(zip(candidates, references)):
-        refs = present_references(refs)
-        reason = rejection_reason(candidate, refs)
-        if reason:
-            raise InvalidRowsError(f"segment {i}: {REASONS[reason]} ({reason})")
-        totals.add(scorer.statistics(candidate, refs), len(refs))
-    return totals.result(config, tokenize, scorer.signature())
+    for start in range(0, len(candidates), BATCH_ROWS):
+        totals.add(segment_statistics(candidates.slice(start, BATCH_ROWS),
+                                      references.slice(start, BATCH_ROWS), tokenizer,
+                                      config.max_ngram_order))
+    return totals.result(config, tokenize, tokenizer.signature())
 
 
 def score_dataframe(df, **kwargs):

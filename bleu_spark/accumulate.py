@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Sequence
+from typing import List
 
 from .config import BleuConfig
 from .scoring import BleuResult, build_result
 from .signature import bleu_signature, nrefs_label
-from .stats import stats_width
+from .stats import SegmentStatistics, stats_width
 
 
 @dataclass
@@ -22,12 +22,14 @@ class GroupTotals:
         if not self.stats:
             self.stats = [0] * stats_width(self.max_order)
 
-    def add(self, stats: Sequence[int], n_refs: int) -> None:
-        for i, value in enumerate(stats):
-            self.stats[i] += value
-        self.min_refs = n_refs if self.n_segments == 0 else min(self.min_refs, n_refs)
-        self.max_refs = max(self.max_refs, n_refs)
-        self.n_segments += 1
+    def add(self, segments: SegmentStatistics) -> None:
+        if not len(segments.n_refs):
+            return
+        self.stats = [a + int(b) for a, b in zip(self.stats, segments.stats.sum(axis=0))]
+        low, high = int(segments.n_refs.min()), int(segments.n_refs.max())
+        self.min_refs = low if self.n_segments == 0 else min(self.min_refs, low)
+        self.max_refs = max(self.max_refs, high)
+        self.n_segments += len(segments.n_refs)
 
     def result(self, config: BleuConfig, tokenize: str, tokenizer_signature: str) -> BleuResult:
         signature = bleu_signature(config, nrefs_label(self.min_refs, self.max_refs),

@@ -1,7 +1,11 @@
-"""Row-level checks: why a row cannot be scored, as a stable reason code."""
+"""Row-level checks: why a row cannot be scored, as a stable reason code, for whole arrays."""
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 NULL_CANDIDATE = "null_candidate"
 NO_REFERENCE = "no_reference"              # the references are null, empty, or all null
@@ -20,20 +24,24 @@ REASONS = {
 }
 
 
-def present_references(references: Optional[Sequence[Optional[str]]]) -> Tuple[str, ...]:
-    """The segment's references as sacrebleu uses them: null ones dropped, empty ones kept."""
-    if references is None:
-        return ()
-    return tuple(ref for ref in references if ref is not None)
+def present_references(references: pa.Array) -> Tuple[pa.Array, np.ndarray]:
+    """The references as sacrebleu uses them (null ones dropped, empty ones kept), flat and in
+    order, with the row each belongs to. `references`: a list<string> array."""
+    # flatten() skips null rows whatever values back them; their lengths count as 0 to match.
+    lengths = pc.fill_null(pc.list_value_length(references), 0).to_numpy()
+    flat = references.flatten()
+    row = np.repeat(np.arange(len(references)), lengths)
+    present = pc.is_valid(flat)
+    return flat.filter(present), row[present.to_numpy(zero_copy_only=False)]
 
 
-def rejection_reason(candidate, references: Tuple[str, ...],
-                     found: Optional[str] = None) -> Optional[str]:
-    """`found`: a reason already found by checks across rows (joins, duplicates); it wins."""
-    if found:
-        return found
-    if candidate is None:
-        return NULL_CANDIDATE
-    if not references:
-        return NO_REFERENCE
-    return None
+def rejection_reasons(candidates: pa.Array, references: pa.Array,
+                      found: Optional[pa.Array] = None) -> pa.Array:
+    """Per row, the reason it cannot be scored, or null. `found`: reasons already found by
+    checks across rows (joins, duplicates); they win."""
+    _, row = present_references(references)
+    no_reference = pa.array(np.bincount(row, minlength=len(references)) == 0)
+    none = pa.scalar(None, pa.string())
+    reasons = pc.if_else(pc.is_null(candidates), pa.scalar(NULL_CANDIDATE),
+                         pc.if_else(no_reference, pa.scalar(NO_REFERENCE), none))
+    return reasons if found is None else pc.coalesce(found, reasons)

@@ -1,4 +1,4 @@
-"""Per-segment sufficient statistics of BLEU and their sum.
+"""Per-segment sufficient statistics of BLEU, for a whole batch of segments at once.
 
 A segment's statistics are the integers
 
@@ -8,21 +8,23 @@ exactly as sacrebleu 2.6 computes them (tokens are `str.split()` tokens of the t
 `correct_n` clips each n-gram's count to its largest count in any one reference; `ref_len` is the
 reference length closest to the candidate's, a tie going to the shorter). Integers sum the same
 in any order, so any partitioning of the rows gives the same corpus totals.
+
+The batch is counted with array operations, not a Python loop per segment: n-grams get dense
+integer ids (each order's id built from the previous order's and the next token's), counts
+come from sorting (line, n-gram) keys, and clipping looks each candidate n-gram up among the
+counts of its segment's references. Each distinct reference of the batch is tokenized once,
+however many systems' rows share it.
 """
 from __future__ import annotations
 
-from collections import _count_elements
-from functools import lru_cache
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import List
 
-from .config import BleuConfig
-from .tokenizers import build_tokenizer
+import numpy as np
+import pyarrow as pa
 
-# Reference statistics kept per scorer, keyed by the segment's reference strings: rows of many
-# systems that share a segment's references tokenize them once. Bounded, so memory stays flat.
-REFERENCE_CACHE_SIZE = 4096
-
-NgramCounts = List[dict]  # one {ngram: count} per order; order 1 keys are tokens, others tuples
+from .rows import present_references
+from .tokenizers import LineTokenizer, Tokens
 
 
 def stats_width(max_order: int) -> int:
@@ -34,77 +36,90 @@ def stats_names(max_order: int) -> List[str]:
     return ["sys_len", "ref_len"] + [f"correct_{n}" for n in orders] + [f"total_{n}" for n in orders]
 
 
-def ngram_counts(tokens: List[str], max_order: int) -> NgramCounts:
-    counts = []
-    for n in range(1, max_order + 1):
-        grams = tokens if n == 1 else zip(*[tokens[i:] for i in range(n)])
-        # Counter's own C counting loop, without Counter's per-call Python set-up (a third of
-        # the counting time for sentence-length lists); a plain dict of counts is all we need.
-        counted: dict = {}
-        _count_elements(counted, grams)
-        counts.append(counted)
-    return counts
+@dataclass
+class SegmentStatistics:
+    stats: np.ndarray         # int64, one row per segment, columns as `stats_names`
+    n_refs: np.ndarray        # references per segment
+    references_tokenized: int  # distinct references tokenized for the batch
 
 
-def reference_statistics(ref_token_lists: Sequence[List[str]],
-                         max_order: int) -> Tuple[Tuple[int, ...], NgramCounts]:
-    """Lengths of the references and, per n-gram, its largest count in any one of them."""
-    lengths = tuple(len(tokens) for tokens in ref_token_lists)
-    merged = ngram_counts(ref_token_lists[0], max_order)
-    for tokens in ref_token_lists[1:]:
-        for best, counts in zip(merged, ngram_counts(tokens, max_order)):
-            for ngram, count in counts.items():
-                if count > best.get(ngram, 0):
-                    best[ngram] = count
-    return lengths, merged
+def segment_statistics(candidates: pa.Array, references: pa.Array, tokenizer: LineTokenizer,
+                       max_order: int) -> SegmentStatistics:
+    """Statistics of each segment. `candidates`: strings without nulls; `references`: lists of
+    strings, each with at least one non-null reference."""
+    n = len(candidates)
+    distinct, slots, n_refs = _reference_slots(references)
+    tokens = tokenizer(pa.concat_arrays([candidates, distinct.cast(candidates.type)]))
+    lengths = tokens.lengths()  # lines 0..n-1 are the candidates, then the distinct references
+    sys_len = lengths[:n]
+    ref_lens = np.where(slots >= 0, lengths[n + slots], -1)
+    stats = np.empty((n, stats_width(max_order)), np.int64)
+    stats[:, 0] = sys_len
+    stats[:, 1] = _closest_ref_len(sys_len, ref_lens)
+    stats[:, 2:2 + max_order] = _clipped_matches(tokens, n, slots, max_order)
+    stats[:, 2 + max_order:] = np.maximum(0, sys_len[:, None] - np.arange(max_order))
+    return SegmentStatistics(stats, n_refs, len(distinct))
 
 
-def closest_ref_len(sys_len: int, ref_lens: Sequence[int]) -> int:
-    return min(ref_lens, key=lambda ref_len: (abs(sys_len - ref_len), ref_len))
+def _reference_slots(references: pa.Array):
+    """The distinct references, and per segment the index of its k-th one (-1 past its last)."""
+    flat, row = present_references(references)
+    encoded = flat.dictionary_encode()
+    n_refs = np.bincount(row, minlength=len(references))
+    first = np.cumsum(n_refs) - n_refs
+    slots = np.full((len(references), int(n_refs.max(initial=1))), -1, np.int64)
+    slots[row, np.arange(len(row)) - first[row]] = encoded.indices.to_numpy()
+    return encoded.dictionary, slots, n_refs
 
 
-def segment_statistics(sys_tokens: List[str], ref_lens: Sequence[int], ref_counts: NgramCounts,
-                       max_order: int) -> List[int]:
-    sys_len = len(sys_tokens)
-    correct = []
-    for sys_counts, best in zip(ngram_counts(sys_tokens, max_order), ref_counts):
-        # Sum of min(count in candidate, largest count in a reference) over shared n-grams,
-        # iterated in C (map over builtins) rather than a Python loop per n-gram.
-        shared = sys_counts.keys() & best.keys()
-        correct.append(sum(map(min, map(sys_counts.__getitem__, shared),
-                               map(best.__getitem__, shared))))
-    totals = [max(0, sys_len - n) for n in range(max_order)]
-    return [sys_len, closest_ref_len(sys_len, ref_lens)] + correct + totals
+def _closest_ref_len(sys_len: np.ndarray, ref_lens: np.ndarray) -> np.ndarray:
+    """sacrebleu's closest reference length; `ref_lens` is -1 past a segment's last reference."""
+    present = ref_lens >= 0
+    distance = np.where(present, np.abs(ref_lens - sys_len[:, None]), np.iinfo(np.int64).max)
+    nearest = distance.min(axis=1)
+    # A tie goes to the shorter reference.
+    shorter = (present & (ref_lens == (sys_len - nearest)[:, None])).any(axis=1)
+    return np.where(shorter, sys_len - nearest, sys_len + nearest)
 
 
-class SegmentScorer:
-    """Statistics of one segment with one tokenizer: built once per partition, reused per row."""
+def _clipped_matches(tokens: Tokens, n_candidates: int, slots: np.ndarray,
+                     max_order: int) -> np.ndarray:
+    """Per candidate and order, the sum over its n-grams of min(its count, the n-gram's largest
+    count in one of the segment's references). Candidates are the first `n_candidates` lines of
+    `tokens`, reference k of segment i is line `n_candidates + slots[i, k]`."""
+    correct = np.zeros((n_candidates, max_order), np.int64)
+    ids, line = tokens.ids, tokens.line
+    start = np.arange(len(ids))       # where each n-gram of the current order starts
+    grams = ids                       # its dense id
+    n_grams = int(ids.max(initial=0)) + 1
+    for order in range(1, max_order + 1):
+        if order > 1:  # extend every n-gram that has a next token on its own line
+            end = start + order - 1
+            inside = end < len(ids)
+            inside[inside] = line[end[inside]] == line[start[inside]]
+            start, end = start[inside], end[inside]
+            if not len(start):
+                break
+            # n_grams * n_tokens < 2**63 for any batch: the pairs fit in int64.
+            _, grams = np.unique(grams[inside] * len(ids) + ids[end], return_inverse=True)
+            n_grams = int(grams.max()) + 1
+        keys, counts = np.unique(line[start] * n_grams + grams, return_counts=True)
+        first_ref = np.searchsorted(keys, n_candidates * n_grams)
+        cand_line, cand_gram = np.divmod(keys[:first_ref], n_grams)
+        best = _largest_reference_counts(keys[first_ref:], counts[first_ref:],
+                                         n_candidates + slots[cand_line], n_grams, cand_gram)
+        clipped = np.minimum(counts[:first_ref], best)
+        correct[:, order - 1] = np.bincount(cand_line, weights=clipped, minlength=n_candidates)
+    return correct
 
-    def __init__(self, config: BleuConfig, tokenizer_name: str, spm_model: Optional[str] = None):
-        self.max_order = config.max_ngram_order
-        self.lowercase = config.lowercase
-        self.tokenizer = build_tokenizer(tokenizer_name, spm_model or config.spm_model)
-        self._references = lru_cache(maxsize=REFERENCE_CACHE_SIZE)(self._reference_statistics)
 
-    def tokens(self, line: str) -> List[str]:
-        # sacrebleu's preprocessing order: lowercase, strip trailing whitespace, tokenize, split.
-        if self.lowercase:
-            line = line.lower()
-        return self.tokenizer(line.rstrip()).split()
-
-    def _reference_statistics(self, references: Tuple[str, ...]):
-        return reference_statistics([self.tokens(ref) for ref in references], self.max_order)
-
-    def statistics(self, candidate: str, references: Tuple[str, ...]) -> List[int]:
-        """`references` holds the segment's non-null references (at least one)."""
-        ref_lens, ref_counts = self._references(references)
-        return segment_statistics(self.tokens(candidate), ref_lens, ref_counts, self.max_order)
-
-    def signature(self) -> str:
-        return self.tokenizer.signature()
-
-    @property
-    def references_tokenized(self) -> int:
-        """Reference sets tokenized so far: each cache miss is one."""
-        return self._references.cache_info().misses
-
+def _largest_reference_counts(ref_keys, ref_counts, ref_lines, n_grams, grams) -> np.ndarray:
+    """For each n-gram `grams[i]`, its largest count among reference lines `ref_lines[i, :]`
+    (a line past a segment's last reference is a candidate line, so never found: count 0).
+    `ref_keys` are sorted; so are the queries, mostly, as rows sharing references are adjacent,
+    which keeps the binary searches in cache."""
+    ref_keys = np.append(ref_keys, np.iinfo(np.int64).max)  # every query finds a place
+    ref_counts = np.append(ref_counts, 0)
+    queries = ref_lines.T * n_grams + grams  # one row of queries per reference slot
+    index = np.searchsorted(ref_keys, queries)
+    return np.where(ref_keys[index] == queries, ref_counts[index], 0).max(axis=0)

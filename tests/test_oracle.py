@@ -105,22 +105,36 @@ ALPHABET = st.sampled_from(list(" !\"#$%&'()*+,-./0123456789:;<=>?@[\\]^_`{|}~aZ
                            + ["&amp;", "&quot;", "&lt;", "&gt;", "<skipped>", "-\n"])
 
 
+def assert_tokens_are_sacrebleus(name, lines, lowercase=False):
+    """LineTokenizer's tokens equal sacrebleu's `tokenizer(line.rstrip()).split()`, line by line."""
+    import pyarrow as pa
+    from sacrebleu.metrics.bleu import BLEU
+
+    from bleu_spark.tokenizers import LineTokenizer
+
+    tokens = LineTokenizer(name, lowercase)(pa.array(lines, pa.string()))
+    ours = [[] for _ in lines]
+    for line, token in zip(tokens.line.tolist(), tokens.vocabulary.take(tokens.ids).to_pylist()):
+        ours[line].append(token)
+    sacrebleu_bleu = BLEU(tokenize=name, lowercase=lowercase)
+    assert ours == [sacrebleu_bleu._preprocess_segment(line).split() for line in lines]
+
+
 @settings(max_examples=3000, deadline=None)
-@given(st.lists(ALPHABET, max_size=40).map("".join) | st.text(max_size=40))
-def test_fast_13a_tokenizer_is_sacrebleus_character_for_character(line):
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-
-    from bleu_spark.tokenizers import FastTokenizer13a
-
-    assert FastTokenizer13a()(line) == Tokenizer13a()(line)
+@given(st.lists(st.lists(ALPHABET, max_size=40).map("".join) | st.text(max_size=40), max_size=8),
+       st.booleans())
+def test_arrow_13a_tokenizer_is_sacrebleus_token_for_token(lines, lowercase):
+    assert_tokens_are_sacrebleus("13a", lines, lowercase)
 
 
-def test_fast_13a_tokenizer_on_every_line_of_the_sample():
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-
-    from bleu_spark.tokenizers import FastTokenizer13a
-
+def test_arrow_13a_tokenizer_on_every_line_of_the_sample():
     table = pq.read_table(SAMPLE, columns=["candidate", "references"])
     lines = table["candidate"].to_pylist() + [r for refs in table["references"].to_pylist() for r in refs]
-    fast, reference = FastTokenizer13a(), Tokenizer13a()
-    assert [fast(line) for line in lines] == [reference(line) for line in lines]
+    assert_tokens_are_sacrebleus("13a", lines)
+
+
+@pytest.mark.parametrize("name", [t for t in TOKENIZERS if t not in SPM_TOKENIZERS])
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.lists(ALPHABET, max_size=30).map("".join) | st.text(max_size=30), max_size=6))
+def test_every_tokenizer_splits_like_str_split(name, lines):
+    assert_tokens_are_sacrebleus(name, lines)

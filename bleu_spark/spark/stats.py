@@ -7,17 +7,18 @@ its size. Rejected rows are counted here too, so one pass over the input does al
 from __future__ import annotations
 
 import os
-from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, Iterator, Optional, Tuple
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-from ..accumulate import GroupTotals
 from ..config import BleuConfig
-from ..rows import present_references, rejection_reason
-from ..stats import SegmentScorer, stats_names
+from ..rows import rejection_reasons
+from ..stats import segment_statistics, stats_names, stats_width
+from ..tokenizers import LineTokenizer
 
 TOKENIZE = "tokenize"
 REASON = "reason"
@@ -57,56 +58,87 @@ def _local_model(path: Optional[str]) -> Optional[str]:
     return SparkFiles.get(os.path.basename(path))
 
 
-def _rows(batch: pa.RecordBatch, plan: PartitionPlan):
-    """(group key, tokenizer, candidate, present references, reason or None) per row."""
-    n = batch.num_rows
+def _reasons(batch: pa.RecordBatch, plan: PartitionPlan) -> pa.Array:
+    found = batch.column(plan.reason_col) if plan.reason_col else None
+    return rejection_reasons(batch.column(plan.candidate_col), batch.column(plan.references_col), found)
 
-    def column(name):
-        return batch.column(name).to_pylist() if name else [None] * n
 
-    keys = (list(zip(*(batch.column(c).to_pylist() for c in plan.group_cols)))
-            if plan.group_cols else [()] * n)
-    for key, candidate, refs, langpair, found in zip(
-            keys, column(plan.candidate_col), column(plan.references_col),
-            column(plan.langpair_col), column(plan.reason_col)):
-        refs = present_references(refs)
-        yield key, plan.tokenizer_for(langpair), candidate, refs, rejection_reason(candidate, refs, found)
+def _tokenizer_names(batch: pa.RecordBatch, plan: PartitionPlan) -> pa.Array:
+    """The tokenizer of each row: one per distinct language pair of the batch."""
+    if not plan.langpair_col:
+        return pa.array([plan.tokenizer_for(None)] * batch.num_rows, pa.string())
+    langpairs = batch.column(plan.langpair_col).dictionary_encode(null_encoding="encode")
+    names = pa.array([plan.tokenizer_for(lp) for lp in langpairs.dictionary.to_pylist()], pa.string())
+    return names.take(langpairs.indices)
+
+
+def _sums_by_key(table: pa.Table, keys) -> pa.Table:
+    """Rows of partial sums with equal keys merged into one (a few rows per batch)."""
+    ops = {name: "sum" for name in table.column_names if name not in keys}
+    ops.update({MIN_REFS: "min", MAX_REFS: "max"})
+    merged = table.group_by(list(keys), use_threads=False).aggregate(list(ops.items()))
+    return pa.table([merged[c] for c in keys] + [merged[f"{c}_{op}"] for c, op in ops.items()],
+                    names=[*keys, *ops])
+
+
+class _PartitionSums:
+    """Partial sums of one partition: batches in, one small table out."""
+
+    MERGE_EVERY = 64  # batches: keeps what is held bounded by the number of groups
+
+    def __init__(self, plan: PartitionPlan):
+        self.plan = plan
+        self.keys = (*plan.group_cols, TOKENIZE, REASON)
+        self.tokenizers: Dict[str, LineTokenizer] = {}
+        self.references_tokenized = 0
+        self.pending = []
+
+    def tokenizer(self, name: str) -> LineTokenizer:
+        if name not in self.tokenizers:
+            config = self.plan.config
+            self.tokenizers[name] = LineTokenizer(name, config.lowercase, _local_model(config.spm_model))
+        return self.tokenizers[name]
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        plan, order = self.plan, self.plan.config.max_ngram_order
+        reasons, names = _reasons(batch, plan), _tokenizer_names(batch, plan)
+        stats = np.zeros((batch.num_rows, stats_width(order)), np.int64)
+        n_refs = np.zeros(batch.num_rows, np.int32)
+        scored = pc.is_null(reasons)
+        for name in pc.unique(names.filter(scored)).to_pylist():
+            rows = np.flatnonzero(pc.and_(scored, pc.equal(names, name)).to_numpy(zero_copy_only=False))
+            segments = segment_statistics(batch.column(plan.candidate_col).take(rows),
+                                          batch.column(plan.references_col).take(rows),
+                                          self.tokenizer(name), order)
+            stats[rows], n_refs[rows] = segments.stats, segments.n_refs
+            self.references_tokenized += segments.references_tokenized
+        columns = [batch.column(c) for c in plan.group_cols] + [names, reasons]
+        columns += [pa.array(np.ones(batch.num_rows, np.int64)), pa.array(n_refs), pa.array(n_refs)]
+        columns += [pa.array(stats[:, i]) for i in range(stats.shape[1])]
+        table = pa.table(columns, names=[*self.keys, N_SEGMENTS, MIN_REFS, MAX_REFS, *stats_names(order)])
+        self.pending.append(_sums_by_key(table, self.keys))
+        if len(self.pending) >= self.MERGE_EVERY:
+            self.pending = [self.result()]
+
+    def result(self) -> pa.Table:
+        return _sums_by_key(pa.concat_tables(self.pending), self.keys)
 
 
 def partial_sums(plan: PartitionPlan, rows_done=None, references_tokenized=None):
     """The function given to `DataFrame.mapInArrow`. The optional accumulators count rows done
-    (for progress) and reference sets tokenized (rows sharing references share the work)."""
-    order = plan.config.max_ngram_order
+    (for progress) and distinct references tokenized (rows sharing references share the work)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        scorers: Dict[str, SegmentScorer] = {}
-        scored: Dict[tuple, GroupTotals] = {}
-        rejected: Counter = Counter()
-        group_types = None
-
-        def scorer(name: str) -> SegmentScorer:
-            if name not in scorers:
-                scorers[name] = SegmentScorer(plan.config, name, _local_model(plan.config.spm_model))
-            return scorers[name]
-
+        sums = _PartitionSums(plan)
         for batch in batches:
-            if group_types is None:
-                group_types = [batch.schema.field(c).type for c in plan.group_cols]
-            for key, tokenize, candidate, refs, reason in _rows(batch, plan):
-                if reason:
-                    rejected[key, tokenize, reason] += 1
-                    continue
-                totals = scored.get((key, tokenize))
-                if totals is None:
-                    totals = scored[key, tokenize] = GroupTotals(order)
-                totals.add(scorer(tokenize).statistics(candidate, refs), len(refs))
+            if batch.num_rows:
+                sums.add(batch)
             if rows_done is not None:
                 rows_done.add(batch.num_rows)
-
         if references_tokenized is not None:
-            references_tokenized.add(sum(s.references_tokenized for s in scorers.values()))
-        if group_types is not None:
-            yield _to_batch(plan, group_types, scored, rejected)
+            references_tokenized.add(sums.references_tokenized)
+        if sums.pending:
+            yield from sums.result().to_batches()  # Arrow's sum, min, max keep the types
 
     return run
 
@@ -116,11 +148,12 @@ def rejected_rows(plan: PartitionPlan):
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            reasons = [row[4] for row in _rows(batch, plan)]
-            kept = batch.filter(pa.array([r is not None for r in reasons]))
+            reasons = _reasons(batch, plan)
+            rejected = pc.is_valid(reasons)
+            kept = batch.filter(rejected)
             if plan.reason_col:
                 kept = kept.drop_columns([plan.reason_col])
-            yield kept.append_column(REASON, pa.array([r for r in reasons if r], pa.string()))
+            yield kept.append_column(REASON, reasons.filter(rejected))
 
     return run
 
@@ -128,19 +161,3 @@ def rejected_rows(plan: PartitionPlan):
 def rejected_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.StructType:
     fields = [f for f in input_schema.fields if f.name != plan.reason_col]
     return T.StructType(fields + [T.StructField(REASON, T.StringType())])
-
-
-def _to_batch(plan: PartitionPlan, group_types, scored, rejected) -> pa.RecordBatch:
-    rows = [(key, tokenize, None, t.n_segments, t.min_refs, t.max_refs, t.stats)
-            for (key, tokenize), t in scored.items()]
-    zeros = [0] * (2 + 2 * plan.config.max_ngram_order)
-    rows += [(key, tokenize, reason, count, 0, 0, zeros)
-             for (key, tokenize, reason), count in rejected.items()]
-    columns = [pa.array([r[0][i] for r in rows], type=t) for i, t in enumerate(group_types)]
-    columns += [pa.array([r[1] for r in rows], pa.string()), pa.array([r[2] for r in rows], pa.string()),
-                pa.array([r[3] for r in rows], pa.int64()), pa.array([r[4] for r in rows], pa.int32()),
-                pa.array([r[5] for r in rows], pa.int32())]
-    columns += [pa.array([r[6][i] for r in rows], pa.int64()) for i in range(len(zeros))]
-    names = list(plan.group_cols) + [TOKENIZE, REASON, N_SEGMENTS, MIN_REFS, MAX_REFS]
-    names += stats_names(plan.config.max_ngram_order)
-    return pa.RecordBatch.from_arrays(columns, names=names)
