@@ -106,20 +106,28 @@ def _clipped_matches(tokens: Tokens, n_candidates: int, slots: np.ndarray,
         keys, counts = np.unique(line[start] * n_grams + grams, return_counts=True)
         first_ref = np.searchsorted(keys, n_candidates * n_grams)
         cand_line, cand_gram = np.divmod(keys[:first_ref], n_grams)
-        best = _largest_reference_counts(keys[first_ref:], counts[first_ref:],
-                                         n_candidates + slots[cand_line], n_grams, cand_gram)
+        best = _largest_reference_counts(keys[first_ref:], counts[first_ref:], n_grams,
+                                         cand_gram, slots[cand_line], n_candidates)
         clipped = np.minimum(counts[:first_ref], best)
         correct[:, order - 1] = np.bincount(cand_line, weights=clipped, minlength=n_candidates)
     return correct
 
 
-def _largest_reference_counts(ref_keys, ref_counts, ref_lines, n_grams, grams) -> np.ndarray:
-    """For each n-gram `grams[i]`, its largest count among reference lines `ref_lines[i, :]`
-    (a line past a segment's last reference is a candidate line, so never found: count 0).
-    `ref_keys` are sorted; so are the queries, mostly, as rows sharing references are adjacent,
-    which keeps the binary searches in cache."""
+def _largest_reference_counts(ref_keys, ref_counts, n_grams, grams, slots,
+                              first_ref_line) -> np.ndarray:
+    """For each n-gram `grams[i]`, its largest count among the references `slots[i]` (line
+    `first_ref_line + slot`; -1 past the segment's last). `ref_keys` (line * n_grams + n-gram)
+    are sorted and so, mostly, are the queries, as rows sharing references are adjacent: the
+    binary searches stay in cache."""
+    best = np.zeros(len(grams), np.int64)
+    in_a_reference = np.zeros(n_grams, bool)
+    in_a_reference[ref_keys % n_grams] = True
+    asked = np.flatnonzero(in_a_reference[grams])  # the others cannot match: no search
     ref_keys = np.append(ref_keys, np.iinfo(np.int64).max)  # every query finds a place
     ref_counts = np.append(ref_counts, 0)
-    queries = ref_lines.T * n_grams + grams  # one row of queries per reference slot
-    index = np.searchsorted(ref_keys, queries)
-    return np.where(ref_keys[index] == queries, ref_counts[index], 0).max(axis=0)
+    for slot in slots.T:  # one reference of each segment at a time
+        ask = asked[slot[asked] >= 0]
+        queries = (first_ref_line + slot[ask]) * n_grams + grams[ask]
+        index = np.searchsorted(ref_keys, queries)
+        best[ask] = np.maximum(best[ask], np.where(ref_keys[index] == queries, ref_counts[index], 0))
+    return best
