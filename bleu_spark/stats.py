@@ -100,7 +100,7 @@ def _clipped_matches(tokens: Tokens, n_candidates: int, slots: np.ndarray,
             start, end = start[inside], end[inside]
             if not len(start):
                 break
-            # n_grams * n_tokens < 2**63 for any batch: the pairs fit in int64.
+            # Both parts are below len(ids), so the pair is below len(ids)**2: int64 holds it.
             _, grams = np.unique(grams[inside] * len(ids) + ids[end], return_inverse=True)
             n_grams = int(grams.max()) + 1
         keys, counts = np.unique(line[start] * n_grams + grams, return_counts=True)
