@@ -23,8 +23,6 @@ class GroupTotals:
             self.stats = [0] * stats_width(self.max_order)
 
     def add(self, segments: SegmentStatistics) -> None:
-        if not len(segments.n_refs):
-            return
         self.stats = [a + int(b) for a, b in zip(self.stats, segments.stats.sum(axis=0))]
         low, high = int(segments.n_refs.min()), int(segments.n_refs.max())
         self.min_refs = low if self.n_segments == 0 else min(self.min_refs, low)
