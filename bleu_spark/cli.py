@@ -1,4 +1,5 @@
-"""`bleu-spark score`: arguments, the optional YAML job file, exit codes, the console table."""
+"""`bleu-spark score` and `bleu-spark aggregate`: arguments, the optional YAML job file, exit
+codes, the console table."""
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,7 @@ DEFAULTS = {
     "effective_order": False, "weights": None, "spm_model": None,
     "candidate_col": "candidate", "references_col": ["references"], "langpair_col": "langpair",
     "references": None, "join_on": None, "segment_key": None, "on_invalid": "fail",
-    "progress_seconds": 30.0,
+    "progress_seconds": 30.0, "grouping_sets": None, "partition_by": None, "report": False,
 }
 
 
@@ -31,6 +32,44 @@ def _csv(text: str) -> List[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def parse_grouping_sets(value) -> Optional[tuple]:
+    """`"testset,langpair,system;langpair;()"` (or a YAML list of lists) -> tuples of columns;
+    `()` is the whole table as one group."""
+    if value is None:
+        return None
+    parts = value.split(";") if isinstance(value, str) else list(value)
+    sets = []
+    for part in parts:
+        if isinstance(part, str):
+            part = part.strip()
+            if not part:
+                continue
+            part = [] if part == "()" else _csv(part)
+        sets.append(tuple(part))
+    if not sets:
+        raise UsageError("--grouping-sets needs at least one set, e.g. 'langpair,system;langpair'")
+    return tuple(sets)
+
+
+def _add_showing(parser) -> None:
+    """The options of the scoring step, shared by `score` and `aggregate`."""
+    show = parser.add_argument_group("groups and output")
+    show.add_argument("--output", help="output directory (required); see the README for what it holds")
+    show.add_argument("--group-by", help="comma-separated group columns "
+                      "(score: system,langpair, those present; aggregate: the table's own; '' for one corpus)")
+    show.add_argument("--grouping-sets", metavar="SETS", help="several groupings in one pass, "
+                      "';'-separated, e.g. 'testset,langpair,system;langpair,system;langpair'")
+    show.add_argument("--report", action=argparse.BooleanOptionalAction, default=None,
+                      help="also write DIR/report.html, a page to look at")
+    bleu = parser.add_argument_group("BLEU scoring (as sacrebleu's options)")
+    bleu.add_argument("--smooth-method", metavar="NAME",
+                      help=f"one of {', '.join(SMOOTH_DEFAULTS)} (default: exp)")
+    bleu.add_argument("--smooth-value", type=float, help="value for floor (0.1) or add-k (1)")
+    bleu.add_argument("--effective-order", action=argparse.BooleanOptionalAction, default=None,
+                      help="leave out orders with no n-grams (off for corpus BLEU)")
+    bleu.add_argument("--weights", help="comma-separated n-gram weights w1,...,wN (default: uniform)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="sacrebleu-exact corpus BLEU per group, on Spark.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -39,10 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Score a Parquet table: one corpus BLEU per group.")
     io = score.add_argument_group("input and output")
     io.add_argument("--input", help="Parquet file, folder or glob of candidates (required)")
-    io.add_argument("--output", help="output directory, replaced whole on success (required)")
     io.add_argument("--config", help="YAML job file; flags given here override its keys")
-    io.add_argument("--group-by", help="comma-separated group columns "
-                    "(default: system,langpair, those present; '' for one corpus)")
     io.add_argument("--candidate-col", help="candidate column (default: candidate)")
     io.add_argument("--references-col", help="array<string> references column (default: "
                     "references), or comma-separated string columns, one reference each")
@@ -58,19 +94,27 @@ def build_parser() -> argparse.ArgumentParser:
                     help="unscorable rows: stop (fail, default) or write them to DIR/rejected/")
     io.add_argument("--progress-seconds", type=float, metavar="S",
                     help="a progress line on stderr every S seconds (default 30; 0: none)")
-    bleu = score.add_argument_group("BLEU (as sacrebleu's options)")
+    io.add_argument("--partition-by", metavar="COLS", help="write the output's tables as Hive "
+                    "partitions of these input columns (e.g. run_date); a run replaces only its own")
+    _add_showing(score)
+    bleu = score.add_argument_group("BLEU measurement (as sacrebleu's options)")
     bleu.add_argument("--tokenize", metavar="NAME",
                       help=f"auto (default: by target language) or one of {', '.join(TOKENIZERS)}")
     bleu.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                       help="lowercase candidates and references")
-    bleu.add_argument("--smooth-method", metavar="NAME",
-                      help=f"one of {', '.join(SMOOTH_DEFAULTS)} (default: exp)")
-    bleu.add_argument("--smooth-value", type=float, help="value for floor (0.1) or add-k (1)")
     bleu.add_argument("--max-ngram-order", type=int, help="highest n-gram order (default: 4)")
-    bleu.add_argument("--effective-order", action=argparse.BooleanOptionalAction, default=None,
-                      help="leave out orders with no n-grams (off for corpus BLEU)")
-    bleu.add_argument("--weights", help="comma-separated n-gram weights w1,...,wN (default: uniform)")
     bleu.add_argument("--spm-model", help="local SentencePiece model for flores101, flores200, spBLEU-1K")
+    aggregate = commands.add_parser(
+        "aggregate", help="score any grouping or slice of saved statistics, without the text",
+        description="Score saved statistics (DIR/stats of a score run) at any coarser grouping "
+                    "or slice; equal to a fresh run on the same rows.")
+    aggregate.add_argument("--stats", required=True, metavar="PATH",
+                           help="a result folder of bleu-spark, its stats/ folder, or statistics Parquet")
+    aggregate.add_argument("--where", metavar="PREDICATE",
+                           help="SQL predicate over the statistics' columns, e.g. \"langpair = 'en-de'\"")
+    aggregate.add_argument("--engine", choices=["auto", "local", "spark"], default="auto",
+                           help="auto (default): local tables in-process without a JVM, others on Spark")
+    _add_showing(aggregate)
     return parser
 
 
@@ -98,23 +142,27 @@ def effective_settings(args: argparse.Namespace) -> dict:
     if args.config:
         settings.update(load_job_file(args.config))
     settings.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
-    for key in ("group_by", "weights", "references_col", "join_on", "segment_key"):
+    for key in ("group_by", "weights", "references_col", "join_on", "segment_key", "partition_by"):
         if isinstance(settings[key], str):
             settings[key] = _csv(settings[key])
+    settings["grouping_sets"] = parse_grouping_sets(settings["grouping_sets"])
     for key in ("input", "output"):
         if not settings[key]:
             raise UsageError(f"--{key} is required (on the command line or in the job file)")
     return settings
 
 
+def _weights(weights) -> Optional[tuple]:
+    try:
+        return tuple(float(w) for w in weights) if weights is not None else None
+    except (TypeError, ValueError):
+        raise UsageError(f"--weights must be comma-separated numbers, got {weights!r}") from None
+
+
 def job_options(settings: dict):
     from .spark.job import JobOptions
 
-    weights = settings["weights"]
-    try:
-        weights = tuple(float(w) for w in weights) if weights is not None else None
-    except (TypeError, ValueError):
-        raise UsageError(f"--weights must be comma-separated numbers, got {weights!r}") from None
+    weights = _weights(settings["weights"])
     config = BleuConfig(
         tokenize=settings["tokenize"], lowercase=bool(settings["lowercase"]),
         smooth_method=settings["smooth_method"], smooth_value=settings["smooth_value"],
@@ -128,12 +176,34 @@ def job_options(settings: dict):
         langpair_col=settings["langpair_col"], references=settings["references"],
         join_on=tuple(settings["join_on"] or ()), segment_key=tuple(settings["segment_key"] or ()),
         on_invalid=settings["on_invalid"], progress_seconds=settings["progress_seconds"],
-        config=config)
+        grouping_sets=settings["grouping_sets"], partition_by=tuple(settings["partition_by"] or ()),
+        report=bool(settings["report"]), config=config)
+
+
+def aggregate_options(args: argparse.Namespace):
+    from .aggregate import AggregateOptions
+
+    if not args.output:
+        raise UsageError("--output is required")
+    weights = _weights(_csv(args.weights) if args.weights else None)
+    # The max order is the statistics' own; weights name it when given.
+    config = BleuConfig(smooth_method=args.smooth_method or "exp", smooth_value=args.smooth_value,
+                        effective_order=bool(args.effective_order), weights=weights,
+                        max_ngram_order=len(weights) if weights else 4)
+    group_by = tuple(_csv(args.group_by)) if args.group_by is not None else None
+    return AggregateOptions(stats=args.stats, output=args.output, group_by=group_by,
+                            grouping_sets=parse_grouping_sets(args.grouping_sets),
+                            where=args.where, report=bool(args.report), engine=args.engine,
+                            config=config)
 
 
 def format_table(scores: List[dict], group_cols) -> str:
-    headers = [*group_cols, "tokenize", "n_segments", "n_rejected", "BLEU"]
-    rows = [[*("" if r[c] is None else str(r[c]) for c in group_cols), str(r["tokenize"] or "-"),
+    group_cols = list(dict.fromkeys(c for c in group_cols if any(r.get(c) is not None for r in scores)))
+    several = len({r["grouping"] for r in scores}) > 1
+    headers = [*group_cols, *(["grouping"] if several else []), "tokenize", "n_segments",
+               "n_rejected", "BLEU"]
+    rows = [[*("" if r[c] is None else str(r[c]) for c in group_cols),
+             *([r["grouping"] or "()"] if several else []), str(r["tokenize"] or "-"),
              str(r["n_segments"]), str(r["n_rejected"]), r["verbose"] or "(no scored rows)"]
             for r in scores]
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
@@ -153,7 +223,7 @@ def run_score(args: argparse.Namespace) -> int:
         result = run_job(spark, options)
     finally:
         spark.stop()
-    print(format_table(result.scores, result.run["group_by"]))
+    print(format_table(result.scores, _shown_columns(result.scores)))
     rows = result.run["rows"]
     print(f"\nrows: read {rows['read']}, scored {rows['scored']}, rejected {rows['rejected']}"
           f"  |  signature: {_signatures(result.scores)}")
@@ -166,6 +236,39 @@ def run_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_aggregate(args: argparse.Namespace) -> int:
+    from .aggregate import run_aggregate as aggregate
+
+    options = aggregate_options(args)
+    spark = None
+    if options.on_spark:
+        from .spark.job import spark_session
+
+        spark = spark_session()
+    try:
+        result = aggregate(options, spark)
+    finally:
+        if spark is not None:
+            spark.stop()
+    print(format_table(result.scores, _shown_columns(result.scores)))
+    rows = result.run["rows"]
+    print(f"\nsegments: scored {rows['scored']}, rejected {rows['rejected']}"
+          f"  |  signature: {_signatures(result.scores)}")
+    print(f"wrote {options.output} in {result.run['timings']['total_s']:.1f} s")
+    return 0
+
+
+def _shown_columns(scores: List[dict]) -> List[str]:
+    fields = set(views_fields())
+    return [c for c in (scores[0] if scores else {}) if c not in fields]
+
+
+def views_fields():
+    from .views import GROUPING, SCORE_TYPES
+
+    return [GROUPING, *SCORE_TYPES]
+
+
 def _signatures(scores: List[dict]) -> str:
     return "; ".join(sorted({r["signature"] for r in scores if r["signature"]}))
 
@@ -173,7 +276,7 @@ def _signatures(scores: List[dict]) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        return run_score(args)
+        return run_aggregate(args) if args.command == "aggregate" else run_score(args)
     except BleuSparkError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.exit_code

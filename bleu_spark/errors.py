@@ -49,3 +49,8 @@ class MixedTokenizerGroupError(BleuSparkError):
     exit_code = 10
 
 
+
+
+class IncompatibleStatisticsError(BleuSparkError):
+    """Saved statistics measured with different settings would be summed into one group."""
+    exit_code = 11

@@ -15,7 +15,9 @@ def nrefs_label(min_refs: int, max_refs: int) -> Union[int, str]:
     return min_refs if min_refs == max_refs else VARIABLE_REFS
 
 
-def bleu_signature(config: BleuConfig, nrefs: Union[int, str], tokenizer_signature: str) -> str:
+def bleu_signature(config: BleuConfig, nrefs: Union[int, str], tokenizer_signature: str,
+                   version: str = sacrebleu.__version__) -> str:
+    """`version`: of the sacrebleu that measured the statistics (saved ones may be older)."""
     smooth = config.smooth_method
     if SMOOTH_DEFAULTS[smooth] is not None:  # only floor and add-k take a value
         smooth += f"[{config.effective_smooth_value:.2f}]"
@@ -29,5 +31,5 @@ def bleu_signature(config: BleuConfig, nrefs: Union[int, str], tokenizer_signatu
     if config.weights is not None:
         # Not a sacrebleu field: marks scores that are not standard (uniform-weight) BLEU.
         fields.append(("weights", ",".join(f"{w:g}" for w in config.weights)))
-    fields.append(("version", sacrebleu.__version__))
+    fields.append(("version", version))
     return "|".join(f"{name}:{value}" for name, value in fields)

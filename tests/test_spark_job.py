@@ -96,9 +96,20 @@ def test_any_grouping_and_a_single_corpus(sample):
     assert_matches_sacrebleu(whole, oracle_by_group(rows, BleuConfig(tokenize="13a"), keys=())[()])
 
 
-def test_auto_tokenizer_needs_langpair_among_the_groups(sample):
-    with pytest.raises(MixedTokenizerGroupError, match="langpair must be one of the --group-by"):
+def test_auto_tokenizer_refuses_only_groups_that_mix_tokenizers(sample):
+    with pytest.raises(MixedTokenizerGroupError, match="would mix statistics of different tokenizers"):
         score_dataframe(sample, group_by=["system"])
+    # One target language per group: one tokenizer, so the language pair need not be a group column.
+    small = sample.where("seg_id < 30 and langpair in ('en-zh', 'de-en', 'cs-en')")
+    rows = [r.asDict(recursive=True) for r in small.collect()]
+    zh_only = [r for r in rows if r["langpair"] == "en-zh"]
+    (row,) = score_dataframe(small.where("langpair = 'en-zh'"), group_by=[])
+    assert_matches_sacrebleu(row, oracle_by_group(zh_only, keys=())[()])
+    to_english = [r for r in rows if r["langpair"] != "en-zh"]
+    by_system = score_dataframe(small.where("langpair != 'en-zh'"), group_by=["system"])
+    oracle = oracle_by_group(to_english, keys=("system",))
+    for row in by_system:
+        assert_matches_sacrebleu(row, oracle[(row["system"],)])
 
 
 def test_unscorable_rows_are_counted_not_dropped(spark):

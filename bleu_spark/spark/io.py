@@ -1,21 +1,17 @@
-"""Reading and validating the input, and committing the output directory whole."""
+"""Reading and validating the input."""
 from __future__ import annotations
 
 import glob
-import json
 import os
-import uuid
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import pyarrow as pa
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from ..errors import ColumnTypeError, InputNotFoundError, MissingColumnError, OutputError
+from ..errors import ColumnTypeError, InputNotFoundError, MissingColumnError
 
 ATOMIC_TYPES = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType, T.BooleanType,
                 T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType, T.DoubleType,
@@ -48,10 +44,12 @@ def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
         raise InputNotFoundError(f"{what} is not readable Parquet: {path}: {exc}") from None
 
 
-def read_parquet(spark: SparkSession, path: str, what: str = "input") -> DataFrame:
-    """A file, a folder or a glob; a path that matches nothing is a user error, not a trace."""
+def read_parquet(spark: SparkSession, path: str, what: str = "input",
+                 merge_schema: bool = False) -> DataFrame:
+    """A file, a folder or a glob; a path that matches nothing is a user error, not a trace.
+    `merge_schema`: files may hold different columns (statistics of several max orders)."""
     try:
-        return spark.read.parquet(path)
+        return spark.read.option("mergeSchema", str(merge_schema).lower()).parquet(path)
     except AnalysisException as exc:
         condition = exc.getCondition() or ""
         if condition.startswith("PATH_NOT_FOUND"):
@@ -94,89 +92,3 @@ def check_columns(schema: T.StructType, rules: Sequence[ColumnRule], table: str 
     if problems:
         error = MissingColumnError if missing else ColumnTypeError
         raise error("; ".join(problems))
-
-
-# --- output ---------------------------------------------------------------------------------
-
-
-def _filesystem(uri: str):
-    if "://" in uri:
-        return pafs.FileSystem.from_uri(uri)
-    return pafs.LocalFileSystem(), os.path.abspath(uri)
-
-
-def spark_path(uri: str) -> str:
-    return uri if "://" in uri else "file://" + os.path.abspath(uri)
-
-
-RUN_FILE = "run.json"
-
-
-class OutputDir:
-    """Writes a run's files into a staging folder beside DIR, then swaps it in as DIR.
-
-    A reader sees the previous result or the new one, never a half-written mix; a failed run
-    leaves DIR as it was (the staging folder is removed).
-    """
-
-    def __init__(self, uri: str):
-        self.uri = uri.rstrip("/")
-        self.fs, self.path = _filesystem(self.uri)
-        parent, name = os.path.split(self.path)
-        token = uuid.uuid4().hex[:12]
-        self.staging = f"{parent}/.{name}.staging-{token}"
-        self.retired = f"{parent}/.{name}.old-{token}"
-        self.staging_uri = (self.uri.rsplit("/", 1)[0] + f"/.{name}.staging-{token}"
-                            if "://" in self.uri else self.staging)
-
-    def open(self) -> "OutputDir":
-        self.check_replaceable()
-        try:
-            self.fs.create_dir(os.path.dirname(self.staging), recursive=True)
-            self.fs.create_dir(self.staging)
-        except OSError as exc:
-            raise OutputError(f"cannot write output directory {self.uri}: {exc}") from None
-        return self
-
-    def write_json(self, name: str, value) -> None:
-        data = json.dumps(value, indent=2, ensure_ascii=False, default=str).encode() + b"\n"
-        with self.fs.open_output_stream(f"{self.staging}/{name}") as out:
-            out.write(data)
-
-    def write_parquet(self, name: str, table: pa.Table) -> None:
-        self.fs.create_dir(f"{self.staging}/{name}")
-        pq.write_table(table, f"{self.staging}/{name}/part-00000.parquet", filesystem=self.fs)
-
-    def check_replaceable(self) -> None:
-        """Only an empty folder or an earlier result (it has run.json) is ever replaced."""
-        info = self.fs.get_file_info(self.path)
-        if info.type == pafs.FileType.NotFound:
-            return
-        if info.type != pafs.FileType.Directory:
-            raise OutputError(f"output {self.uri} exists and is not a directory")
-        entries = self.fs.get_file_info(pafs.FileSelector(self.path))
-        if entries and not any(e.base_name == RUN_FILE for e in entries):
-            raise OutputError(f"output directory {self.uri} is not empty and holds no earlier "
-                              f"result ({RUN_FILE}); refusing to replace it")
-
-    def commit(self) -> None:
-        exists = self.fs.get_file_info(self.path).type != pafs.FileType.NotFound
-        try:
-            if exists:
-                self.fs.move(self.path, self.retired)
-            try:
-                self.fs.move(self.staging, self.path)
-            except OSError:
-                if exists:
-                    self.fs.move(self.retired, self.path)
-                raise
-            if exists:
-                self.fs.delete_dir(self.retired)
-        except OSError as exc:
-            raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
-
-    def abort(self) -> None:
-        try:
-            self.fs.delete_dir(self.staging)
-        except OSError:
-            pass

@@ -1,15 +1,16 @@
-"""The scoring job: read, validate, map partitions to partial sums, reduce per group, score, write."""
+"""The scoring job: measure (read, validate, map partitions to partial sums, reduce per group into
+a statistics table), then show (scores, dashboard, report: `bleu_spark.views`), then write."""
 from __future__ import annotations
 
 import os
 import platform
 import sys
 import time
-import uuid
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
+import numpy as np
 import pyarrow as pa
 import pyspark
 from pyspark import SparkConf
@@ -19,16 +20,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import __version__
-from ..accumulate import GroupTotals
+from .. import __version__, output as out, statstable, views
 from ..config import AUTO, BleuConfig
-from ..errors import InvalidRowsError, MixedTokenizerGroupError, UsageError
+from ..errors import InvalidRowsError, UsageError
 from ..stats import stats_names
-from ..tokenizers import build_tokenizer
 from . import inputs, io
 from .progress import Progress
 from .stats import (MAX_REFS, MIN_REFS, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
-                    output_schema, partial_sums, rejected_rows, rejected_schema)
+                    output_schema, partial_sums, rejected_rows, rejected_schema, statistics_table)
 
 DEFAULT_GROUP_BY = ("system", "langpair")
 ON_INVALID = ("fail", "quarantine")
@@ -40,6 +39,9 @@ class JobOptions:
     input: str
     output: Optional[str] = None
     group_by: Optional[Tuple[str, ...]] = None      # None: those of DEFAULT_GROUP_BY present
+    grouping_sets: Optional[Tuple[Tuple[str, ...], ...]] = None  # several groupings, one pass
+    partition_by: Tuple[str, ...] = ()              # Hive partitions of the output, e.g. run_date
+    report: bool = False                            # also write DIR/report.html
     candidate_col: str = "candidate"
     references_cols: Tuple[str, ...] = ("references",)  # one array column, or string columns
     langpair_col: str = "langpair"
@@ -56,13 +58,16 @@ class JobOptions:
                              f"choose one of: {', '.join(ON_INVALID)}")
         if not self.references_cols:
             raise UsageError("--references-col needs at least one column")
+        if self.group_by is not None and self.grouping_sets is not None:
+            raise UsageError("give --group-by or --grouping-sets, not both")
         inputs.check_reference_options(self)
 
 
 @dataclass
 class JobResult:
-    scores: List[dict]                 # one row per group, sorted by the group columns
+    scores: List[dict]                 # one row per group of every grouping set
     run: dict                          # what run.json holds
+    stats: Optional[pa.Table] = None   # the statistics table the scores come from
 
 
 def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...]:
@@ -71,10 +76,27 @@ def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...
     return tuple(c for c in DEFAULT_GROUP_BY if c in columns)
 
 
+def grouping_sets(options: JobOptions, columns: Sequence[str]) -> List[views.GroupingSet]:
+    """The grouping sets to score; each holds the partition columns, so a row is in one partition."""
+    sets = options.grouping_sets if options.grouping_sets is not None else [group_columns(options, columns)]
+    return list(dict.fromkeys(tuple(dict.fromkeys([*s, *options.partition_by])) for s in sets))
+
+
+def measured_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...]:
+    """The finest grain: every grouping set's columns, and the language pair when it picks the
+    tokenizer, so each statistics row has one tokenizer (coarser groups that would mix
+    tokenizers are refused when they are summed)."""
+    finest = [c for s in grouping_sets(options, columns) for c in s]
+    if options.config.tokenize == AUTO and options.langpair_col in columns:
+        finest.append(options.langpair_col)
+    return tuple(dict.fromkeys(finest))
+
+
 def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     """Checks the candidates table's columns against the options, all problems at once."""
     columns = schema.fieldNames()
-    group_cols = group_columns(options, columns)
+    group_cols = measured_columns(options, columns)
+    views.check_group_names(group_cols)
     config = options.config
     auto = config.tokenize == AUTO and options.langpair_col in columns
     rules = [io.ColumnRule(options.candidate_col, "string", io.is_string)]
@@ -85,11 +107,6 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     if auto:
         rules.append(io.ColumnRule(options.langpair_col, "string", io.is_string))
     io.check_columns(schema, rules)
-    if auto and options.langpair_col not in group_cols:
-        raise MixedTokenizerGroupError(
-            f"--tokenize auto picks a tokenizer per {options.langpair_col}, so "
-            f"{options.langpair_col} must be one of the --group-by columns "
-            f"(or give a fixed --tokenize)")
     return PartitionPlan(config=config, group_cols=group_cols,
                          candidate_col=options.candidate_col, references_col=inputs.REFERENCES,
                          langpair_col=options.langpair_col if auto else None,
@@ -109,62 +126,20 @@ def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> Dat
         F.max(MAX_REFS).alias(MAX_REFS), *[F.sum(s).alias(s) for s in stats])
 
 
-def _sort_key(row: dict, group_cols) -> tuple:
-    return tuple((row[c] is not None, row[c]) for c in group_cols)
-
-
-def score_groups(sums: List[dict], plan: PartitionPlan) -> Tuple[List[dict], Counter]:
-    """Driver side: scores per group from the reduced sums; rejected counts by reason."""
-    config, group_cols = plan.config, plan.group_cols
-    stats = stats_names(config.max_ngram_order)
-    totals: Dict[tuple, Dict[str, GroupTotals]] = defaultdict(dict)
-    rejected_by_group: Counter = Counter()
-    rejected_by_reason: Counter = Counter()
-    for row in sums:
-        key = tuple(row[c] for c in group_cols)
-        if row[REASON] is not None:
-            rejected_by_group[key] += row[N_SEGMENTS]
-            rejected_by_reason[row[REASON]] += row[N_SEGMENTS]
-            continue
-        totals[key][row[TOKENIZE]] = GroupTotals(
-            config.max_ngram_order, stats=[row[s] for s in stats], n_segments=row[N_SEGMENTS],
-            min_refs=row[MIN_REFS], max_refs=row[MAX_REFS])
-
-    signatures = {}
-    scores = []
-    for key in set(totals) | set(rejected_by_group):
-        by_tokenizer = totals.get(key, {})
-        row = dict(zip(group_cols, key))
-        if by_tokenizer:
-            # One tokenizer per group: plan_for puts the language pair among the group columns.
-            (tokenize, group_totals), = by_tokenizer.items()
-            if tokenize not in signatures:
-                signatures[tokenize] = build_tokenizer(tokenize, config.spm_model).signature()
-            row.update(group_totals.result(config, tokenize, signatures[tokenize]).to_dict())
-        else:  # every row of the group was rejected: report it, with no score
-            row.update(dict.fromkeys(("score", "counts", "totals", "precisions", "bp", "ratio",
-                                      "sys_len", "ref_len", "tokenize", "signature", "verbose")),
-                       n_segments=0)
-        row["n_rejected"] = rejected_by_group.get(key, 0)
-        row["coverage"] = None
-        scores.append(row)
-    scores.sort(key=lambda r: _sort_key(r, group_cols))
-    return scores, rejected_by_reason
-
-
 def score_dataframe(df: DataFrame, config: Optional[BleuConfig] = None,
                     group_by: Optional[Sequence[str]] = None, **options) -> List[dict]:
     """Scores per group of a DataFrame, no files written; unscorable rows raise.
 
-    `options` are JobOptions fields (candidate_col, references_cols, references, join_on, ...)
-    or BleuConfig fields (tokenize, lowercase, ...).
+    `options` are JobOptions fields (candidate_col, references_cols, references, join_on,
+    grouping_sets, ...) or BleuConfig fields (tokenize, lowercase, ...).
     """
     job_fields = set(JobOptions.__dataclass_fields__)
     bleu = {k: v for k, v in options.items() if k not in job_fields}
     job = {k: v for k, v in options.items() if k in job_fields}
     options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
                          config=config or BleuConfig(**bleu), **job)
-    return Scoring(df.sparkSession, df, options).scores
+    measurement = Measurement(df.sparkSession, df, options)
+    return views.score_sets(measurement.stats, measurement.sets, options.config)
 
 
 def _rejection_summary(rejected: Counter) -> str:
@@ -172,18 +147,22 @@ def _rejection_summary(rejected: Counter) -> str:
     return f"{sum(rejected.values())} rows cannot be scored ({counts})"
 
 
-class Scoring:
-    """One scoring pass over a candidates DataFrame, and what it found."""
+class Measurement:
+    """One pass over a candidates DataFrame: its statistics table, and what it found."""
 
     def __init__(self, spark: SparkSession, df: DataFrame, options: JobOptions, rows_done=None):
         self.options = options
         self.references_tokenized = spark.sparkContext.accumulator(0)
         self.plan = plan_for(df.schema, options)
+        self.sets = grouping_sets(options, df.columns)
         self.input = inputs.scoring_input(spark, df, options, self.plan.group_cols,
                                           self.plan.langpair_col)
-        frame = partial_sums_frame(self.input.frame, self.plan, rows_done, self.references_tokenized)
-        sums = [r.asDict() for r in frame.collect()]
-        self.scores, self.rejected = score_groups(sums, self.plan)
+        partials = partial_sums_frame(self.input.frame, self.plan, rows_done,
+                                      self.references_tokenized).toArrow()
+        self.rejected = Counter()
+        for row in partials.filter(partials[REASON].is_valid()).select([REASON, N_SEGMENTS]).to_pylist():
+            self.rejected[row[REASON]] += row[N_SEGMENTS]
+        self.stats = statistics_table(partials, self.plan)
         self.warnings = self._add_coverage()
         if self.rejected and options.on_invalid == "fail":
             raise InvalidRowsError(self._failure_message())
@@ -200,20 +179,23 @@ class Scoring:
                 + "; use --on-invalid quarantine to score the rest and write these to DIR/rejected/")
 
     def _add_coverage(self) -> List[str]:
-        """Segments scored / segments in the reference set, per group, when segments have keys."""
+        """Segments in each group's reference set, when segments have keys (the reference
+        segments that agree with the group on the group columns that are part of the key)."""
         if self.input.reference_keys is None:
             return []
         shared = [c for c in self.plan.group_cols if c in self.input.segment_key]
         counts = {tuple(r[c] for c in shared): r["count"]
                   for r in self.input.reference_keys.groupBy(*shared).count().collect()}
+        rows = self.stats.to_pylist()
+        expected = [counts.get(tuple(r[c] for c in shared)) for r in rows]
+        index = self.stats.schema.get_field_index("n_reference_segments")
+        self.stats = self.stats.set_column(index, "n_reference_segments", pa.array(expected, pa.int64()))
         warnings = []
-        for row in self.scores:
-            expected = counts.get(tuple(row[c] for c in shared))
-            row["coverage"] = row["n_segments"] / expected if expected else None
-            if row["coverage"] is not None and row["coverage"] < 1:
+        for row, n in zip(rows, expected):
+            if n and row["n_segments"] < n:
                 group = ", ".join(f"{c}={row[c]}" for c in self.plan.group_cols)
-                warnings.append(f"{group}: {row['n_segments']} of {expected} segments scored "
-                                f"(coverage {100 * row['coverage']:.1f}%)")
+                warnings.append(f"{group}: {row['n_segments']} of {n} segments scored "
+                                f"(coverage {100 * row['n_segments'] / n:.1f}%)")
         return warnings
 
     def unmatched_references(self) -> Optional[int]:
@@ -226,85 +208,90 @@ def preflight(options: JobOptions) -> None:
     schema = io.local_schema(options.input)
     if schema is not None:
         plan_for(schema, options)
+        missing = [c for c in options.partition_by if c not in schema.fieldNames()]
+        if not missing:
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            out.check_partition_columns(to_arrow_schema(schema), options.partition_by)
     if options.references:
         refs = io.local_schema(options.references, what="references")
         if refs is not None:
             io.check_columns(refs, inputs.references_table_rules(options, refs), table="references")
     if options.output:
-        io.OutputDir(options.output).check_replaceable()
+        out.check_output(options.output, options.partition_by)
 
 
 def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     started = time.time()
+    run_id = out.new_run_id()
     df = io.read_parquet(spark, options.input)
-    output = io.OutputDir(options.output).open() if options.output else None
+    output = out.open_output(options.output, options.partition_by, run_id) if options.output else None
     if options.config.spm_model:
         spark.sparkContext.addFile(options.config.spm_model)
     try:
-        job_group = f"bleu-spark-{uuid.uuid4().hex[:8]}"
+        job_group = f"bleu-spark-{run_id}"
         spark.sparkContext.setJobGroup(job_group, "bleu-spark score")
         rows_read = df.count()  # from Parquet footers: cheap, and checked against the scoring pass
         with Progress(spark, rows_read, options.progress_seconds) as progress:
-            scoring = Scoring(spark, df, options, progress.rows)
+            measurement = Measurement(spark, df, options, progress.rows)
+        scores = views.score_sets(measurement.stats, measurement.sets, options.config)
         timings = {"score_s": time.time() - started}
-        run = run_record(spark, options, scoring, job_group, rows_read)
+        run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id)
         if output:
             write_start = time.time()
-            if scoring.rejected:
-                scoring.rejected_frame().write.parquet(io.spark_path(output.staging_uri + "/rejected"))
-            output.write_parquet("scores", scores_table(scoring.scores, scoring.plan.group_cols))
-            output.write_json("scores.json", scoring.scores)
+            if measurement.rejected:
+                measurement.rejected_frame().write.partitionBy(*options.partition_by) \
+                    .parquet(output.staging_uri + "/rejected")
+            views.write_views(output, measurement.stats, scores, measurement.sets, options.config, run,
+                        report=options.report)
             timings["write_s"] = time.time() - write_start
         timings["total_s"] = time.time() - started
         run["timings"] = timings
         if output:
-            output.write_json(io.RUN_FILE, run)
-            output.commit()
-        return JobResult(scores=scoring.scores, run=run)
+            output.commit(run)
+            if options.report and options.partition_by:
+                # The report of a partitioned folder covers every partition it holds.
+                page = views.report_html(statstable.read(options.output), measurement.sets,
+                                         options.config, options.partition_by, run)
+                out.replace_file(options.output, "report.html", page.encode())
+        return JobResult(scores=scores, run=run, stats=measurement.stats)
     except BaseException:
         if output:
             output.abort()
         raise
 
 
-def run_record(spark: SparkSession, options: JobOptions, scoring: Scoring, job_group: str,
-               rows_read: int) -> dict:
+def run_record(spark: SparkSession, options: JobOptions, measurement: Measurement,
+               scores: List[dict], job_group: str, rows_read: int, run_id: str) -> dict:
     """What run.json holds: the effective configuration, the row accounting, versions, tasks."""
-    n_scored = sum(r["n_segments"] for r in scoring.scores)
-    n_rejected = sum(scoring.rejected.values())
+    n_scored = sum(measurement.stats["n_segments"].to_pylist())
+    n_rejected = sum(measurement.rejected.values())
     if rows_read != n_scored + n_rejected:  # counted apart from the scoring pass: a bug if unequal
         raise RuntimeError(f"row accounting broken: read {rows_read}, scored {n_scored}, "
                            f"rejected {n_rejected}")
     return {
+        "run_id": run_id, "run_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": "score",
         "input": options.input, "output": options.output, "references": options.references,
-        "join_on": list(options.join_on), "segment_key": list(scoring.input.segment_key),
-        "group_by": list(scoring.plan.group_cols),
+        "join_on": list(options.join_on), "segment_key": list(measurement.input.segment_key),
+        "group_by": list(measurement.plan.group_cols),
+        "grouping_sets": [views.label(s) for s in measurement.sets],
+        "partition_by": list(options.partition_by),
         "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
                     "langpair": options.langpair_col},
         "on_invalid": options.on_invalid, "config": asdict(options.config),
         "rows": {"read": rows_read, "scored": n_scored, "rejected": n_rejected,
-                 "rejected_by_reason": dict(sorted(scoring.rejected.items()))},
-        "unmatched_reference_segments": scoring.unmatched_references(),
+                 "rejected_by_reason": dict(sorted(measurement.rejected.items()))},
+        "unmatched_reference_segments": measurement.unmatched_references(),
         # Reference sets tokenized by the partition function (task retries may add some): at or
         # near the number of segments, not segments x systems, when rows of a segment meet.
-        "references_tokenized": scoring.references_tokenized.value,
-        "groups": len(scoring.scores),
-        "warnings": scoring.warnings,
+        "references_tokenized": measurement.references_tokenized.value,
+        "groups": len(scores),
+        "warnings": measurement.warnings,
         "tasks": task_summary(spark, job_group),
         "versions": versions(spark),
         "spark": {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId},
     }
-
-
-def scores_table(scores: List[dict], group_cols) -> pa.Table:
-    types = {"score": pa.float64(), "counts": pa.list_(pa.int64()), "totals": pa.list_(pa.int64()),
-             "precisions": pa.list_(pa.float64()), "bp": pa.float64(), "ratio": pa.float64(),
-             "sys_len": pa.int64(), "ref_len": pa.int64(), "n_segments": pa.int64(),
-             "tokenize": pa.string(), "signature": pa.string(), "verbose": pa.string(),
-             "n_rejected": pa.int64(), "coverage": pa.float64()}
-    columns = {c: pa.array([r[c] for r in scores]) for c in group_cols}
-    columns.update({c: pa.array([r.get(c) for r in scores], type=t) for c, t in types.items()})
-    return pa.table(columns)
 
 
 def task_summary(spark: SparkSession, job_group: str) -> dict:
@@ -340,7 +327,7 @@ def _failed_attempts(sc, stage_id: int, last_attempt_failed: int) -> int:
 def versions(spark: SparkSession) -> dict:
     jvm = spark.sparkContext._jvm  # the documented gateway to the driver JVM
     return {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
-            "pyspark": pyspark.__version__, "pyarrow": pa.__version__,
+            "pyspark": pyspark.__version__, "pyarrow": pa.__version__, "numpy": np.__version__,
             "python": platform.python_version(),
             "java": jvm.java.lang.System.getProperty("java.version")}
 

@@ -15,10 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 
+from .. import statstable
 from ..config import BleuConfig
 from ..rows import rejection_reasons
 from ..stats import segment_statistics, stats_names, stats_width
-from ..tokenizers import LineTokenizer
+from ..tokenizers import LineTokenizer, build_tokenizer
 
 TOKENIZE = "tokenize"
 REASON = "reason"
@@ -161,3 +162,26 @@ def rejected_rows(plan: PartitionPlan):
 def rejected_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.StructType:
     fields = [f for f in input_schema.fields if f.name != plan.reason_col]
     return T.StructType(fields + [T.StructField(REASON, T.StringType())])
+
+
+def statistics_table(partials: pa.Table, plan: PartitionPlan) -> pa.Table:
+    """The reduced partial sums (one row per group, tokenizer and reason) as a statistics table:
+    one row per group, scored and rejected rows counted apart."""
+    config = plan.config
+    rejected = pc.is_valid(partials[REASON])
+    n = partials[N_SEGMENTS]
+    zero, none = pa.scalar(0, pa.int64()), pa.scalar(None, pa.int32())
+    counts = {"n_segments": pc.if_else(rejected, zero, n), "n_rejected": pc.if_else(rejected, n, zero),
+              "n_reference_segments": pa.nulls(len(partials), pa.int64()),
+              # rejected rows have no references to count: null keeps them out of min and max
+              MIN_REFS: pc.if_else(rejected, none, partials[MIN_REFS]),
+              MAX_REFS: pc.if_else(rejected, none, partials[MAX_REFS])}
+    names = partials[TOKENIZE]
+    signatures = {name: build_tokenizer(name, config.spm_model).signature()
+                  for name in pc.unique(names).to_pylist()}
+    measurement = statstable.measurement_columns(
+        len(partials), names, pa.array([signatures[t] for t in names.to_pylist()], pa.string()),
+        config.lowercase, config.max_ngram_order)
+    stats = {name: partials[name] for name in stats_names(config.max_ngram_order)}
+    table = statstable.build({c: partials[c] for c in plan.group_cols}, measurement, counts, stats)
+    return statstable.summed(table, [*plan.group_cols, *statstable.MEASUREMENT])

@@ -1,0 +1,128 @@
+"""`bleu-spark aggregate`: scores of any grouping or slice of saved statistics, without the text.
+
+A local statistics table is read and summed in this process (pyarrow, DuckDB for `--where`): no
+JVM, a second or two for a dashboard back end. A remote or very large one is filtered and summed
+on Spark first (`bleu_spark.spark.aggregate`); both end in `bleu_spark.views`, as `score` does,
+so the scores equal a fresh run on the same rows.
+"""
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional, Tuple
+
+import numpy as np
+import pyarrow as pa
+import sacrebleu
+
+from . import __version__, output as out, statstable, views
+from .config import BleuConfig
+from .errors import MissingColumnError, UsageError
+
+ENGINES = ("auto", "local", "spark")
+
+
+@dataclass(frozen=True)
+class AggregateOptions:
+    stats: str
+    output: Optional[str] = None
+    group_by: Optional[Tuple[str, ...]] = None       # None: the table's own group columns
+    grouping_sets: Optional[Tuple[Tuple[str, ...], ...]] = None
+    where: Optional[str] = None                      # SQL predicate over the table's columns
+    report: bool = False
+    engine: str = "auto"                             # auto: local tables here, others on Spark
+    config: BleuConfig = field(default_factory=BleuConfig)
+
+    def __post_init__(self):
+        if self.engine not in ENGINES:
+            raise UsageError(f"unknown --engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
+        if self.group_by is not None and self.grouping_sets is not None:
+            raise UsageError("give --group-by or --grouping-sets, not both")
+
+    @property
+    def on_spark(self) -> bool:
+        return self.engine == "spark" or (self.engine == "auto" and not _is_local(self.stats))
+
+
+@dataclass
+class AggregateResult:
+    scores: List[dict]
+    run: dict
+    stats: pa.Table
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path or path.startswith("file://")
+
+
+def grouping_sets(options: AggregateOptions, stats: pa.Table) -> List[views.GroupingSet]:
+    sets = (options.grouping_sets if options.grouping_sets is not None
+            else [options.group_by if options.group_by is not None
+                  else tuple(statstable.group_columns_of(stats))])
+    sets = list(dict.fromkeys(tuple(dict.fromkeys(s)) for s in sets))
+    known = statstable.group_columns_of(stats)
+    missing = sorted({c for s in sets for c in s if c not in known})
+    if missing:
+        raise MissingColumnError(f"statistics have no group column {', '.join(missing)} "
+                                 f"(group columns: {', '.join(known) or 'none'})")
+    return sets
+
+
+def partition_columns(path: str) -> Tuple[str, ...]:
+    """The partition columns a saved result was written with (the report's time axis)."""
+    fs, root = out.filesystem(path)
+    marker = out.read_marker(fs, root)
+    return tuple(marker.get("partition_by") or ()) if marker else ()
+
+
+def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
+    started = time.time()
+    run_id = out.new_run_id()
+    output = out.open_output(options.output, (), run_id) if options.output else None
+    try:
+        stats = _read(options, spark)
+        sets = grouping_sets(options, stats)
+        finest = list(dict.fromkeys(c for s in sets for c in s))
+        stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
+        scores = views.score_sets(stats, sets, options.config)
+        run = run_record(options, stats, scores, sets, run_id)
+        if output:
+            views.write_views(output, stats, scores, sets, options.config, run, report=False)
+            if options.report:
+                kept = tuple(c for c in partition_columns(options.stats) if c in finest)
+                page = views.report_html(stats, sets, options.config, kept, run)
+                output.write_bytes("report.html", page.encode())
+            run["timings"] = {"total_s": time.time() - started}
+            output.commit(run)
+        return AggregateResult(scores, run, stats)
+    except BaseException:
+        if output:
+            output.abort()
+        raise
+
+
+def _read(options: AggregateOptions, spark) -> pa.Table:
+    if not options.on_spark:
+        return statstable.read(options.stats, options.where)
+    from .spark.aggregate import read_stats
+
+    return read_stats(spark, options.stats, options.where)
+
+
+def run_record(options: AggregateOptions, stats: pa.Table, scores: List[dict], sets,
+               run_id: str) -> dict:
+    return {
+        "run_id": run_id, "run_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": "aggregate", "stats": options.stats, "output": options.output,
+        "where": options.where, "engine": "spark" if options.on_spark else "local",
+        "group_by": list(dict.fromkeys(c for s in sets for c in s)),
+        "grouping_sets": [views.label(s) for s in sets], "partition_by": [],
+        "config": asdict(options.config),
+        "rows": {"scored": sum(stats["n_segments"].to_pylist()),
+                 "rejected": sum(stats["n_rejected"].to_pylist())},
+        "groups": len(scores),
+        "versions": {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
+                     "pyarrow": pa.__version__, "numpy": np.__version__,
+                     "python": platform.python_version()},
+    }

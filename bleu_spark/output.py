@@ -1,0 +1,334 @@
+"""The output folder: written in a staging folder, then swapped in whole, or partition by partition.
+
+- Whole (no `--partition-by`): everything goes into `.DIR.staging-*` beside DIR, which is swapped
+  in as DIR when every file is written: a reader sees the previous result or the new one.
+- Partitioned (`--partition-by run_date`): DIR stays; its tables (`stats/`, `scores/`,
+  `dashboard/`, `rejected/`) are Hive-style partitioned (`scores/run_date=2026-01-03/`). A run
+  stages its partitions inside DIR and swaps in exactly the partitions it produced, under a lock
+  (local file systems), so runs writing other partitions are untouched and two runs writing the
+  same partition leave one of them whole, never a mix.
+
+Every result holds `_bleu_spark.json` (what wrote it, and how it is partitioned): only such a
+folder, or an empty one, is ever replaced.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from typing import Dict, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from .errors import OutputError, UsageError
+
+MARKER = "_bleu_spark.json"
+SUCCESS = "_SUCCESS"
+RUN_FILE = "run.json"
+RUNS = "runs"
+TABLES = ("stats", "scores", "dashboard", "rejected")
+OUTPUT_FORMAT = "bleu-spark output"
+# Partition values become folder names: types whose text form is unambiguous.
+PARTITION_TYPES = {"string": pa.string(), "large_string": pa.string(), "int8": pa.int8(),
+                   "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+                   "date32[day]": pa.date32(), "bool": pa.bool_()}
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+# The characters Spark escapes in partition folder names, so both name a value alike.
+_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x20)}
+
+
+def filesystem(uri: str):
+    if "://" in uri and not uri.startswith("file://"):
+        return pafs.FileSystem.from_uri(uri)
+    path = uri[len("file://"):] if uri.startswith("file://") else uri
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def partition_folder(column: str, value) -> str:
+    """`col=value` as Spark and Hive name it (null: `__HIVE_DEFAULT_PARTITION__`)."""
+    if value is None:
+        return f"{column}={NULL_PARTITION}"
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    return f"{column}=" + "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
+
+
+def partition_path(partition_by: Sequence[str], values: Sequence) -> str:
+    return "/".join(partition_folder(c, v) for c, v in zip(partition_by, values))
+
+
+def check_partition_columns(schema: pa.Schema, partition_by: Sequence[str]) -> None:
+    for column in partition_by:
+        kind = str(schema.field(column).type)
+        if kind not in PARTITION_TYPES:
+            raise UsageError(f"--partition-by column {column} is {kind}; partition by a string, "
+                             f"integer, date or boolean column")
+
+
+def read_marker(fs, path: str) -> Optional[dict]:
+    try:
+        with fs.open_input_stream(f"{path}/{MARKER}") as stream:
+            marker = json.loads(stream.read())
+    except (OSError, ValueError):
+        return None
+    return marker if isinstance(marker, dict) and marker.get("format") == OUTPUT_FORMAT else None
+
+
+class _Output:
+    """What both kinds of output share: a staging folder, and writing files into it."""
+
+    def __init__(self, uri: str, partition_by: Sequence[str], run_id: str, staging: str):
+        self.uri = uri.rstrip("/") or "/"
+        self.fs, self.path = filesystem(self.uri)
+        self.partition_by = tuple(partition_by)
+        self.run_id = run_id
+        self.staging = staging
+        self.partition_types: Dict[str, str] = {}
+        self.files: list = []           # top-level files written, moved in at commit
+
+    @property
+    def staging_uri(self) -> str:
+        """Where Spark writes (`rejected/`): a URI Spark's file systems understand."""
+        if "://" in self.uri and not self.uri.startswith("file://"):
+            scheme = self.uri.split("://", 1)[0]
+            return f"{scheme}://{self.staging}" if not self.staging.startswith(f"{scheme}:") else self.staging
+        return "file://" + self.staging
+
+    def write_json(self, name: str, value) -> None:
+        self.write_bytes(name, json.dumps(value, indent=2, ensure_ascii=False, default=str).encode() + b"\n")
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        with self.fs.open_output_stream(f"{self.staging}/{name}") as out:
+            out.write(data)
+        self.files.append(name)
+
+    def write_table(self, name: str, table: pa.Table) -> None:
+        """`name/part-<run>.parquet`, or one file per partition under `name/col=value/`."""
+        if not self.partition_by:
+            self._write_file(f"{self.staging}/{name}", table)
+            return
+        check_partition_columns(table.schema, self.partition_by)
+        self.partition_types = {c: str(table.schema.field(c).type) for c in self.partition_by}
+        for values in _partition_values(table, self.partition_by):
+            part = table.filter(_rows_of(table, self.partition_by, values))
+            self._write_file(f"{self.staging}/{name}/{partition_path(self.partition_by, values)}",
+                             part.drop_columns(list(self.partition_by)))
+
+    def _write_file(self, folder: str, table: pa.Table) -> None:
+        self.fs.create_dir(folder, recursive=True)
+        pq.write_table(table, f"{folder}/part-{self.run_id}.parquet", filesystem=self.fs)
+
+    def marker(self) -> dict:
+        return {"format": OUTPUT_FORMAT, "format_version": 1, "partition_by": list(self.partition_by),
+                "partition_types": self.partition_types}
+
+    def abort(self) -> None:
+        with contextlib.suppress(OSError):
+            self.fs.delete_dir(self.staging)
+
+
+def _partition_values(table: pa.Table, columns: Sequence[str]) -> list:
+    rows = table.select(list(columns)).group_by(list(columns), use_threads=False).aggregate([])
+    return [tuple(r[c] for c in columns) for r in rows.to_pylist()]
+
+
+def _rows_of(table: pa.Table, columns: Sequence[str], values: Sequence) -> pa.Array:
+    mask = pa.array([True] * table.num_rows)
+    for column, value in zip(columns, values):
+        match = pc.is_null(table[column]) if value is None else pc.equal(table[column], value)
+        mask = pc.and_(mask, pc.fill_null(match, False))
+    return mask
+
+
+class WholeOutput(_Output):
+    """DIR replaced whole by a staging folder beside it."""
+
+    def __init__(self, uri: str, run_id: str):
+        fs, path = filesystem(uri.rstrip("/") or "/")
+        if path in ("/", ""):
+            raise OutputError("output cannot be the root folder; name a folder for the result")
+        parent, name = os.path.split(path)
+        super().__init__(uri, (), run_id, f"{parent}/.{name}.staging-{run_id}")
+        self.retired = f"{parent}/.{name}.old-{run_id}"
+
+    def check(self) -> None:
+        _check_replaceable(self.fs, self.path, self.uri, partitioned=False)
+
+    def open(self) -> "WholeOutput":
+        self.check()
+        try:
+            self.fs.create_dir(self.staging, recursive=True)
+        except OSError as exc:
+            raise OutputError(f"cannot write output directory {self.uri}: {exc}") from None
+        return self
+
+    def commit(self, run: dict) -> None:
+        self.write_json(RUN_FILE, run)
+        self.write_json(MARKER, self.marker())
+        self.write_bytes(SUCCESS, b"")
+        self.check()  # again: a file saved into DIR while the run worked is never lost
+        exists = self.fs.get_file_info(self.path).type != pafs.FileType.NotFound
+        try:
+            if exists:
+                self.fs.move(self.path, self.retired)
+            try:
+                self.fs.move(self.staging, self.path)
+            except OSError:
+                if exists:
+                    self.fs.move(self.retired, self.path)
+                raise
+            if exists:
+                self.fs.delete_dir(self.retired)
+        except OSError as exc:
+            raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
+
+
+class PartitionedOutput(_Output):
+    """DIR kept; the partitions a run produced swapped in, one at a time, under a lock."""
+
+    def __init__(self, uri: str, partition_by: Sequence[str], run_id: str):
+        fs, path = filesystem(uri.rstrip("/") or "/")
+        super().__init__(uri, partition_by, run_id, f"{path}/.staging-{run_id}")
+
+    def check(self) -> None:
+        marker = _check_replaceable(self.fs, self.path, self.uri, partitioned=True)
+        if marker is not None and marker.get("partition_by") != list(self.partition_by):
+            raise OutputError(f"output {self.uri} is partitioned by "
+                              f"{','.join(marker.get('partition_by') or []) or 'nothing'}, not by "
+                              f"{','.join(self.partition_by)}; write to another folder")
+
+    def open(self) -> "PartitionedOutput":
+        self.check()
+        try:
+            self.fs.create_dir(self.staging, recursive=True)
+        except OSError as exc:
+            raise OutputError(f"cannot write output directory {self.uri}: {exc}") from None
+        return self
+
+    def staged_partitions(self) -> list:
+        """Every partition folder path (`col=v/col2=w`) staged for any table."""
+        found = set()
+        depth = len(self.partition_by)
+        for table in TABLES:
+            root = f"{self.staging}/{table}"
+            if self.fs.get_file_info(root).type != pafs.FileType.Directory:
+                continue
+            for info in self.fs.get_file_info(pafs.FileSelector(root, recursive=True)):
+                relative = info.path[len(root) + 1:].split("/")
+                if info.type == pafs.FileType.Directory and len(relative) == depth:
+                    found.add("/".join(relative))
+        return sorted(found)
+
+    def commit(self, run: dict) -> None:
+        partitions = self.staged_partitions()
+        run = {**run, "partitions_written": partitions}
+        with _locked(self.fs, self.path):
+            self.check()
+            try:
+                for partition in partitions:
+                    self._swap(partition)
+                for name in self.files:
+                    self._move_file(name)
+                self._replace_file(f"{RUNS}/{self.run_id}.json", run)
+                self._replace_file(RUN_FILE, run)
+                self._replace_file(MARKER, self.marker())
+                self._replace_file(SUCCESS, "")
+            except OSError as exc:
+                raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
+        self.abort()  # what is left in staging: the partitions replaced
+
+    def _swap(self, partition: str) -> None:
+        """Every table's folder of one partition replaced by the staged one (or removed, when
+        this run has no rows of that table there, e.g. no rejected rows any more)."""
+        for table in TABLES:
+            target, staged = f"{self.path}/{table}/{partition}", f"{self.staging}/{table}/{partition}"
+            if self.fs.get_file_info(target).type != pafs.FileType.NotFound:
+                retired = f"{self.staging}/.replaced/{table}/{partition}"
+                self.fs.create_dir(os.path.dirname(retired), recursive=True)
+                self.fs.move(target, retired)
+            if self.fs.get_file_info(staged).type != pafs.FileType.NotFound:
+                self.fs.create_dir(os.path.dirname(target), recursive=True)
+                self.fs.move(staged, target)
+
+    def _replace_file(self, name: str, value) -> None:
+        staged = f"{self.staging}/{name}"
+        self.fs.create_dir(os.path.dirname(staged), recursive=True)
+        data = value.encode() if isinstance(value, str) else (
+            json.dumps(value, indent=2, ensure_ascii=False, default=str).encode() + b"\n")
+        with self.fs.open_output_stream(staged) as out:
+            out.write(data)
+        self._move_file(name)
+
+    def _move_file(self, name: str) -> None:
+        target = f"{self.path}/{name}"
+        self.fs.create_dir(os.path.dirname(target), recursive=True)
+        self.fs.move(f"{self.staging}/{name}", target)  # replaces a file in one rename
+
+
+@contextlib.contextmanager
+def _locked(fs, path: str):
+    """An exclusive lock on DIR for the swap (local file systems; elsewhere, none)."""
+    if not isinstance(fs, pafs.LocalFileSystem):
+        yield
+        return
+    import fcntl
+
+    with open(os.path.join(path, ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _check_replaceable(fs, path: str, uri: str, partitioned: bool) -> Optional[dict]:
+    """Only an empty folder or an earlier result of this job is ever written over."""
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        return None
+    if info.type != pafs.FileType.Directory:
+        raise OutputError(f"output {uri} exists and is not a directory")
+    entries = [e for e in fs.get_file_info(pafs.FileSelector(path))
+               if not (partitioned and e.base_name.startswith((".staging-", ".lock")))]
+    if not entries:
+        return None
+    marker = read_marker(fs, path)
+    if marker is None:
+        raise OutputError(f"output directory {uri} is not empty and holds no earlier bleu-spark "
+                          f"result ({MARKER}); refusing to replace it")
+    if not partitioned and marker.get("partition_by"):
+        raise OutputError(f"output {uri} is partitioned by {','.join(marker['partition_by'])}; "
+                          f"pass --partition-by {','.join(marker['partition_by'])} or write to "
+                          f"another folder")
+    return marker
+
+
+def open_output(uri: str, partition_by: Sequence[str] = (), run_id: Optional[str] = None):
+    run_id = run_id or new_run_id()
+    if partition_by:
+        return PartitionedOutput(uri, partition_by, run_id).open()
+    return WholeOutput(uri, run_id).open()
+
+
+def check_output(uri: str, partition_by: Sequence[str] = ()) -> None:
+    """The checks `open_output` makes, without creating anything (preflight)."""
+    output = PartitionedOutput(uri, partition_by, "check") if partition_by else WholeOutput(uri, "check")
+    output.check()
+
+
+def replace_file(uri: str, name: str, data: bytes) -> None:
+    """One top-level file of DIR replaced in one rename (readers see the old or the new one)."""
+    fs, path = filesystem(uri)
+    staged = f"{path}/.{name}.{uuid.uuid4().hex[:8]}"
+    with fs.open_output_stream(staged) as stream:
+        stream.write(data)
+    fs.move(staged, f"{path}/{name}")
+
+
+def new_run_id() -> str:
+    import time
+
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
