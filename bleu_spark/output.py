@@ -224,7 +224,7 @@ class PartitionedOutput(_Output):
 
     def commit(self, run: dict) -> None:
         partitions = self.staged_partitions()
-        run = {**run, "partitions_written": partitions}
+        run["partitions_written"] = partitions  # the caller's record says so too
         with _locked(self.fs, self.path):
             self.check()
             try:

@@ -149,7 +149,7 @@ def filtered(table: pa.Table, where: str) -> pa.Table:
 
     try:
         with duckdb.connect() as connection:
-            return connection.from_arrow(table).filter(where).fetch_arrow_table().cast(table.schema)
+            return connection.from_arrow(table).filter(where).arrow().read_all().cast(table.schema)
     except duckdb.Error as exc:
         message = str(exc).splitlines()[0]
         raise UsageError(f"bad --where predicate {where!r}: {message}") from None
