@@ -150,24 +150,31 @@ def _bar_chart(section: Section) -> Optional[go.Figure]:
     scored = [g for g in section.groups if g.score is not None]
     if not scored:
         return None
+    labels = [_plotly_text(g.label) for g in scored]
     bar = go.Bar(
-        orientation="h",
-        x=[g.score for g in scored],
-        y=[_plotly_text(g.label) for g in scored],
-        text=[f"<b>{g.score:.2f}</b>  {interpretation(g.score)}" for g in scored],
-        textposition="outside", cliponaxis=False, constraintext="none",
+        orientation="h", x=[g.score for g in scored], y=labels,
         marker=dict(color=[band_colour(g.score) for g in scored]),
-        hovertemplate="%{y}: %{x:.2f}<extra></extra>",
-        error_x=_whiskers(scored),
-    )
-    highest = max(max(g.score, (g.interval or (0, 0))[1]) for g in scored)
+        hovertemplate="%{y}: %{x:.2f}<extra></extra>", error_x=_whiskers(scored))
+    highest = max(_right_end(g) for g in scored)
     return go.Figure(bar, _layout(
-        height=80 + BAR_HEIGHT_PX * len(scored), bargap=0.25,
+        height=80 + BAR_HEIGHT_PX * len(scored), bargap=0.25, annotations=_score_labels(scored, labels),
         # One scale for every section, so bars compare across language pairs; past 100 there is
         # room for the label (score and band name) right of the longest bar.
         xaxis=dict(title="BLEU", range=[0, max(AXIS_END, highest + LABEL_ROOM)],
                    tickvals=list(range(0, 101, 10)), zeroline=True),
         yaxis=dict(autorange="reversed", automargin=True)))
+
+
+def _right_end(group: Group) -> float:
+    """Where a bar ends on the x axis, its whisker included."""
+    return max(group.score, group.interval[1]) if group.interval else group.score
+
+
+def _score_labels(groups: List[Group], labels: List[str]) -> List[Dict[str, Any]]:
+    # Annotations rather than bar text: placed right of the whisker, so the two never overlap.
+    return [dict(x=_right_end(g), y=label, xanchor="left", xshift=6, showarrow=False,
+                 text=f"<b>{g.score:.2f}</b>  {interpretation(g.score)}")
+            for g, label in zip(groups, labels)]
 
 
 def _whiskers(groups: List[Group]) -> Optional[Dict[str, Any]]:

@@ -166,7 +166,7 @@ def test_every_system_has_a_row_and_a_bar_ranked_by_score(open_report, scores):
         assert len(bars) == len(rows)
         widths_top_down = [width for _, width in sorted(bars)]
         assert widths_top_down == sorted(widths_top_down, reverse=True) and widths_top_down[-1] > 0
-        labels = report.texts(f"#bars-{number} .bartext")
+        labels = report.texts(f"#bars-{number} .annotation-text")
         assert sorted(labels) == sorted(f"{r['score']:.2f}  {interpretation(r['score'])}" for r in rows)
 
 
