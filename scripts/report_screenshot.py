@@ -1,11 +1,11 @@
 """Save a PNG of a bleu-spark HTML report as headless Chromium draws it.
 
     python scripts/report_screenshot.py HTML PNG [--max-height PX]
-    python scripts/report_screenshot.py --sample HTML PNG   # first writes HTML: the bundled sample's report
+    python scripts/report_screenshot.py --sample HTML PNG --max-height 5200   # makes docs/report.png
 
 `--sample` scores every (langpair, system) group of samples/wmt22_sample.parquet in-process
-with `bleu_spark.corpus_bleu` and renders the report to HTML (this is how docs/report.png is
-made). The browser is Debian's Chromium (/usr/bin/chromium), driven by Playwright.
+with `bleu_spark.corpus_bleu` and first renders the report of all 112 groups to HTML. A page
+taller than --max-height is cut after the last section that fits. The browser is Debian's Chromium (/usr/bin/chromium), driven by Playwright.
 """
 import argparse
 import os
@@ -78,9 +78,19 @@ def screenshot(html_path: str, png_path: str, max_height: int) -> None:
     with chromium_page() as page:
         page.goto(file_url(html_path), wait_until="load")
         page.wait_for_selector(".chart .main-svg")
-        height = page.evaluate("document.documentElement.scrollHeight")
-        clip = {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": min(height, max_height)}
+        clip = {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": crop_height(page, max_height)}
         page.screenshot(path=png_path, full_page=True, clip=clip)
+
+
+def crop_height(page, max_height: int) -> int:
+    """The page's height, or if taller than max_height, the end of the last section that fits."""
+    height = page.evaluate("document.documentElement.scrollHeight")
+    if height <= max_height:
+        return height
+    ends = page.eval_on_selector_all(
+        "section", "nodes => nodes.map(n => n.getBoundingClientRect().bottom + window.scrollY)")
+    fitting = [round(end) + 16 for end in ends if end + 16 <= max_height]
+    return max(fitting) if fitting else max_height
 
 
 def main(argv=None) -> int:
