@@ -25,6 +25,8 @@ SIGNIFICANCE = 0.05  # paired tests: p below this gets a star
 BAR_HEIGHT_PX = 30
 AXIS_END = 112     # BLEU units on the bar charts' x axis
 LABEL_ROOM = 50    # BLEU units a bar's label needs right of the bar
+# Fonts the machine has: the page fetches none.
+FONT_STACK = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', 'Liberation Sans', sans-serif"
 
 # The commonly cited BLEU bands, highest first: (lowest score, whether the lowest score itself
 # belongs to the band, name, bar colour). 60 is still "Very high quality"; only above 60 is
@@ -141,9 +143,6 @@ def _layout(**extra) -> Dict[str, Any]:
                 margin=dict(l=10, r=20, t=30, b=40))
     base.update(extra)
     return base
-
-
-FONT_STACK = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', 'Liberation Sans', sans-serif"
 
 
 def _bar_chart(section: Section) -> Optional[go.Figure]:
