@@ -27,6 +27,17 @@ if [ -z "$major" ] || [ "$major" -lt 17 ]; then
   fi
 fi
 
+# The report tests drive Debian's Chromium through Playwright (never Playwright's own browser download).
+if [ -n "$extra" ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: no chromium found; installing Debian's chromium with apt-get" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >&2
+  else
+    echo "setup: the report tests need Debian's chromium (/usr/bin/chromium); install it as root: apt-get install chromium" >&2
+    exit 3
+  fi
+fi
+
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
   echo "setup: Python 3.10+ is needed (found: $("$PYTHON" --version 2>&1))" >&2
   exit 3

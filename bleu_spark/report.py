@@ -1,0 +1,321 @@
+"""A self-contained HTML page of the score rows: charts, tables, signatures and flags.
+
+The page opens offline: plotly.js is embedded once, inline, and every chart is a JSON figure
+drawn by `Plotly.newPlot`; the HTML comes from a Jinja2 template with autoescaping, so text
+from the data (system names, signatures) is never read as markup.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import jinja2
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+__all__ = ["render_report", "interpretation", "BANDS"]
+
+LANGPAIR = "langpair"
+MISSING = "—"  # shown for a value that is absent (no score, no coverage, no group value)
+SIGNIFICANCE = 0.05  # paired tests: p below this gets a star
+BAR_HEIGHT_PX = 30
+AXIS_END = 112     # BLEU units on the bar charts' x axis
+LABEL_ROOM = 50    # BLEU units a bar's label needs right of the bar
+# Fonts the machine has: the page fetches none.
+FONT_STACK = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', 'Liberation Sans', sans-serif"
+
+# The commonly cited BLEU bands, highest first: (lowest score, whether the lowest score itself
+# belongs to the band, name, bar colour). 60 is still "Very high quality"; only above 60 is
+# "better than human", hence the one exclusive lower bound.
+BANDS: Tuple[Tuple[float, bool, str, str], ...] = (
+    (60.0, False, "Quality often better than human", "#1a7f37"),
+    (50.0, True, "Very high quality, adequate, and fluent translations", "#2f9e44"),
+    (40.0, True, "High quality translations", "#66a80f"),
+    (30.0, True, "Understandable to good translations", "#1c7ed6"),
+    (20.0, True, "The gist is clear, but has significant grammatical errors", "#f08c00"),
+    (10.0, True, "Hard to get the gist", "#e8590c"),
+    (-math.inf, True, "Almost useless", "#c92a2a"),
+)
+
+
+def _band(score: float) -> Tuple[float, bool, str, str]:
+    for band in BANDS:
+        low, inclusive = band[0], band[1]
+        if score > low or (inclusive and score == low):
+            return band
+    return BANDS[-1]  # NaN compares false with everything
+
+
+def interpretation(score: Optional[float]) -> Optional[str]:
+    """The interpretation band of a BLEU score (0-100), or None for no score."""
+    return None if score is None else _band(score)[2]
+
+
+def band_colour(score: float) -> str:
+    return _band(score)[3]
+
+
+@dataclass
+class Group:
+    """One score row as the page shows it."""
+    values: Dict[str, Any]   # group column -> value
+    label: str               # the group columns other than the section's, joined
+    row: Dict[str, Any]
+
+    @property
+    def score(self) -> Optional[float]:
+        return self.row.get("score")
+
+    @property
+    def interval(self) -> Optional[Tuple[float, float]]:
+        low, high = self.row.get("ci_low"), self.row.get("ci_high")
+        return None if low is None or high is None else (low, high)
+
+    @property
+    def rejected(self) -> bool:
+        return (self.row.get("n_rejected") or 0) > 0
+
+    @property
+    def partial(self) -> bool:
+        coverage = self.row.get("coverage")
+        return coverage is not None and coverage < 1.0
+
+
+@dataclass
+class Section:
+    title: str
+    key: Optional[Any]       # the language pair, or None for the one section of the page
+    groups: List[Group]      # ranked by score, highest first; groups without a score last
+    charts: List[Dict[str, Any]] = field(default_factory=list)
+    paired: List[Dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def signatures(self) -> List[str]:
+        return sorted({g.row["signature"] for g in self.groups if g.row.get("signature")})
+
+    @property
+    def unscored(self) -> List[Group]:
+        return [g for g in self.groups if g.score is None]
+
+
+def _text(value: Any) -> str:
+    return MISSING if value is None else str(value)
+
+
+def _label(values: Dict[str, Any], columns: Sequence[str]) -> str:
+    return " · ".join(_text(values[c]) for c in columns) if columns else "all"
+
+
+def _label_columns(group_cols: Sequence[str], by_langpair: bool) -> List[str]:
+    rest = [c for c in group_cols if not (by_langpair and c == LANGPAIR)]
+    # A page grouped by language pair alone still names each bar, by its language pair.
+    return rest or list(group_cols)
+
+
+def _ranked(groups: List[Group]) -> List[Group]:
+    return sorted(groups, key=lambda g: (g.score is None, -(g.score or 0.0), g.label))
+
+
+def _sections(scores: Sequence[dict], group_cols: Sequence[str]) -> List[Section]:
+    by_langpair = LANGPAIR in group_cols
+    label_cols = _label_columns(group_cols, by_langpair)
+    buckets: Dict[Any, List[Group]] = {}
+    for row in scores:
+        values = {c: row.get(c) for c in group_cols}
+        key = values[LANGPAIR] if by_langpair else None
+        buckets.setdefault(key, []).append(Group(values, _label(values, label_cols), row))
+    keys = sorted(buckets, key=lambda k: (k is None, str(k)))
+    return [Section(_text(k) if by_langpair else "All groups", k, _ranked(buckets[k])) for k in keys]
+
+
+def _plotly_text(text: str) -> str:
+    # plotly.js reads a few HTML tags in text (<b>, <a href>, ...) and decodes entities into
+    # plain text nodes: escaping makes a name shown exactly as written, never as a tag.
+    return html.escape(text, quote=False)
+
+
+def _layout(**extra) -> Dict[str, Any]:
+    base = dict(template="plotly_white", font=dict(family=FONT_STACK, size=13),
+                margin=dict(l=10, r=20, t=30, b=40))
+    base.update(extra)
+    return base
+
+
+def _bar_chart(section: Section) -> Optional[go.Figure]:
+    scored = [g for g in section.groups if g.score is not None]
+    if not scored:
+        return None
+    labels = [_plotly_text(g.label) for g in scored]
+    bar = go.Bar(
+        orientation="h", x=[g.score for g in scored], y=labels,
+        marker=dict(color=[band_colour(g.score) for g in scored]),
+        hovertemplate="%{y}: %{x:.2f}<extra></extra>", error_x=_whiskers(scored))
+    highest = max(_right_end(g) for g in scored)
+    return go.Figure(bar, _layout(
+        height=80 + BAR_HEIGHT_PX * len(scored), bargap=0.25, annotations=_score_labels(scored, labels),
+        # One scale for every section, so bars compare across language pairs; past 100 there is
+        # room for the label (score and band name) right of the longest bar.
+        xaxis=dict(title="BLEU", range=[0, max(AXIS_END, highest + LABEL_ROOM)],
+                   tickvals=list(range(0, 101, 10)), zeroline=True),
+        yaxis=dict(autorange="reversed", automargin=True)))
+
+
+def _right_end(group: Group) -> float:
+    """Where a bar ends on the x axis, its whisker included."""
+    return max(group.score, group.interval[1]) if group.interval else group.score
+
+
+def _score_labels(groups: List[Group], labels: List[str]) -> List[Dict[str, Any]]:
+    # Annotations rather than bar text: placed right of the whisker, so the two never overlap.
+    return [dict(x=_right_end(g), y=label, xanchor="left", xshift=6, showarrow=False,
+                 text=f"<b>{g.score:.2f}</b>  {interpretation(g.score)}")
+            for g, label in zip(groups, labels)]
+
+
+def _whiskers(groups: List[Group]) -> Optional[Dict[str, Any]]:
+    if not any(g.interval for g in groups):
+        return None
+    high = [g.interval[1] - g.score if g.interval else 0.0 for g in groups]
+    low = [g.score - g.interval[0] if g.interval else 0.0 for g in groups]
+    return dict(type="data", symmetric=False, array=high, arrayminus=low, color="#343a40",
+                thickness=1.5, width=6)
+
+
+def _time_text(value: Any) -> str:
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _time_chart(history: Sequence[dict], time_col: str, label_cols: Sequence[str]) -> Optional[go.Figure]:
+    times = sorted({_time_text(r[time_col]) for r in history if r.get(time_col) is not None})
+    if len(times) < 2:
+        return None
+    lines: Dict[str, Dict[str, float]] = {}
+    for row in history:
+        if row.get("score") is None or row.get(time_col) is None:
+            continue
+        label = _label({c: row.get(c) for c in label_cols}, label_cols)
+        lines.setdefault(label, {})[_time_text(row[time_col])] = row["score"]
+    traces = [go.Scatter(x=[t for t in times if t in points], y=[points[t] for t in times if t in points],
+                         name=_plotly_text(label), mode="lines+markers",
+                         hovertemplate="%{x}: %{y:.2f}<extra>" + _plotly_text(label) + "</extra>")
+              for label, points in sorted(lines.items())]
+    return go.Figure(traces, _layout(
+        height=360, xaxis=dict(title=time_col, type="category"), yaxis=dict(title="BLEU"),
+        legend=dict(orientation="v")))
+
+
+def _figure_json(figure: go.Figure) -> Dict[str, Any]:
+    # Plain JSON (no numpy): the template writes it with |tojson, which escapes "<" and "&".
+    return json.loads(pio.to_json(figure, validate=False))
+
+
+def _history_by_section(history: Sequence[dict], by_langpair: bool) -> Dict[Any, List[dict]]:
+    buckets: Dict[Any, List[dict]] = {}
+    for row in history:
+        buckets.setdefault(row.get(LANGPAIR) if by_langpair else None, []).append(row)
+    return buckets
+
+
+def _paired_rows(paired: Sequence[dict]) -> List[Dict[str, Any]]:
+    rows = []
+    for row in paired:
+        low, high = row.get("delta_ci_low"), row.get("delta_ci_high")
+        p_value = row.get("p_value")
+        rows.append(dict(row, significant=p_value is not None and p_value < SIGNIFICANCE,
+                         interval=None if low is None or high is None else (low, high)))
+    return sorted(rows, key=lambda r: (-(r.get("delta") or 0.0), str(r.get("system"))))
+
+
+def _attach_charts(sections: List[Section], group_cols: Sequence[str], history: Optional[Sequence[dict]],
+                   time_col: Optional[str]) -> None:
+    by_langpair = LANGPAIR in group_cols
+    label_cols = _label_columns(group_cols, by_langpair)
+    histories = _history_by_section(history or [], by_langpair) if time_col else {}
+    for number, section in enumerate(sections):
+        bars = _bar_chart(section)
+        if bars is not None:
+            section.charts.append(dict(id=f"bars-{number}", kind="bars", figure=_figure_json(bars)))
+        timeline = _time_chart(histories.get(section.key, []), time_col, label_cols) if time_col else None
+        if timeline is not None:
+            section.charts.append(dict(id=f"time-{number}", kind="time", figure=_figure_json(timeline)))
+
+
+def _attach_paired(sections: List[Section], group_cols: Sequence[str], paired: Optional[Sequence[dict]]) -> None:
+    by_langpair = LANGPAIR in group_cols
+    for section in sections:
+        mine = [r for r in paired or [] if not by_langpair or r.get(LANGPAIR) == section.key]
+        section.paired = _paired_rows(mine)
+
+
+def _run_facts(run: Optional[dict]) -> List[Tuple[str, str]]:
+    """(name, value) pairs of the run info worth a line on the page, those present only."""
+    if not run:
+        return []
+    config = run.get("config") or {}
+    rows = run.get("rows") or {}
+    facts = [("run", run.get("run_id") or run.get("id")),
+             ("time", run.get("time") or run.get("started") or run.get("finished")),
+             ("input", run.get("input") or config.get("input")),
+             ("rows read", rows.get("read")), ("rows scored", rows.get("scored")),
+             ("rows rejected", rows.get("rejected"))]
+    return [(name, _time_text(value)) for name, value in facts if value is not None]
+
+
+_ENVIRONMENT = jinja2.Environment(
+    loader=jinja2.PackageLoader("bleu_spark", "templates"),
+    autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def _band_legend() -> List[Dict[str, str]]:
+    """Each band's name, colour and score range, read off BANDS."""
+    legend = []
+    for index, (low, _, name, colour) in enumerate(BANDS):
+        if index == 0:
+            span = f"above {low:g}"
+        elif index == len(BANDS) - 1:
+            span = f"below {BANDS[index - 1][0]:g}"
+        else:
+            span = f"{low:g}–{BANDS[index - 1][0]:g}"
+        legend.append(dict(name=name, colour=colour, range=span))
+    return legend
+
+
+def _template_helpers() -> Dict[str, Any]:
+    return dict(interpretation=interpretation, band_colour=band_colour, band_legend=_band_legend(),
+                missing=MISSING, significance=SIGNIFICANCE)
+
+
+def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str = "bleu-spark report",
+                  run: Optional[dict] = None, history: Optional[List[dict]] = None,
+                  time_col: Optional[str] = None, paired: Optional[List[dict]] = None) -> str:
+    """One self-contained HTML page of the score rows (see the module doc); returns its text.
+
+    `scores`: one dict per group (the group columns, score, n_segments, n_rejected, coverage,
+    signature, tokenize, verbose, optionally ci_low/ci_high). `history`: rows of the same shape
+    with a `time_col` value, drawn as a line per system over time in each language pair.
+    `paired`: paired-test rows (system, baseline, test, delta, p_value, ...).
+    """
+    group_cols = list(group_cols)
+    sections = _sections(scores, group_cols)
+    _attach_charts(sections, group_cols, history, time_col)
+    _attach_paired(sections, group_cols, paired)
+    by_langpair = LANGPAIR in group_cols
+    return _ENVIRONMENT.get_template("report.html.j2").render(
+        title=title, sections=sections, run_facts=_run_facts(run),
+        table_cols=[c for c in group_cols if not (by_langpair and c == LANGPAIR)] or group_cols,
+        paired_cols=[c for c in _paired_columns(paired) if not (by_langpair and c == LANGPAIR)],
+        figures={c["id"]: c["figure"] for section in sections for c in section.charts},
+        plotly_js=get_plotlyjs(), **_template_helpers())
+
+
+def _paired_columns(paired: Optional[Sequence[dict]]) -> List[str]:
+    """The comparison's group columns: the keys of a paired row that are not test results."""
+    known = {"system", "baseline", "test", "delta", "p_value", "delta_ci_low", "delta_ci_high"}
+    columns: List[str] = []
+    for row in paired or []:
+        columns += [k for k in row if k not in known and k not in columns]
+    return columns
