@@ -22,12 +22,20 @@ GROUP_COLS = ["langpair", "system"]
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
 
 
-@pytest.fixture(scope="module")
-def shot():
+def load_screenshot_module():
     spec = importlib.util.spec_from_file_location("report_screenshot", SCREENSHOT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def CHROMIUM_ARGS_OF(module):
+    return module.CHROMIUM_ARGS
+
+
+@pytest.fixture(scope="module")
+def shot():
+    return load_screenshot_module()
 
 
 @pytest.fixture(scope="module")

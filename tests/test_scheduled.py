@@ -177,3 +177,34 @@ def test_the_dashboard_sql_of_the_docs_gives_the_jobs_score_on_duckdb_and_spark(
         assert engine.keys() == expected.keys()
         for langpair, score in expected.items():
             assert engine[langpair] == pytest.approx(score, abs=1e-9), langpair
+
+
+@pytest.mark.browser
+def test_the_report_of_a_partitioned_folder_has_a_line_per_system_over_its_days(spark, tmp_path):
+    from playwright.sync_api import sync_playwright
+    from test_report import CHROMIUM_ARGS_OF, load_screenshot_module
+
+    table = generated_week(random.Random(2), days=3)
+    out = tmp_path / "daily"
+    score_days(spark, table.filter(pc.not_equal(table["run_date"], "2026-01-03")), tmp_path, out)
+    last = str(tmp_path / "last.parquet")
+    pq.write_table(table.filter(pc.equal(table["run_date"], "2026-01-03")), last)
+    run_job(spark, JobOptions(input=last, output=str(out), partition_by=("run_date",), report=True,
+                              progress_seconds=0))
+    shot = load_screenshot_module()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shot.CHROMIUM, args=CHROMIUM_ARGS_OF(shot))
+        page = browser.new_page()
+        requests = []
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto("file://" + str(out / "report.html"), wait_until="load")
+        assert page.eval_on_selector_all("section h2", "ns => ns.map(n => n.textContent.trim())") \
+            == ["de-en", "en-zh"]
+        for section in range(2):
+            rows = page.eval_on_selector_all(f"#section-{section} table.scores tbody tr", "ns => ns.length")
+            lines = page.eval_on_selector_all(
+                f"#time-{section} .scatterlayer .trace path.js-line",
+                "paths => paths.filter(p => p.getAttribute('d')).length")
+            assert rows == lines == 3  # systems A, B, C: a row each, and a line over the 3 days
+        browser.close()
+    assert all(url.startswith(("file:", "data:", "blob:", "about:")) for url in requests)
