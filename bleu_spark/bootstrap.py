@@ -1,0 +1,250 @@
+"""Confidence intervals and paired significance tests of BLEU, from segment statistics.
+
+Two methods:
+
+- **sacrebleu** (exact replay, for groups that fit in memory): sacrebleu 2.6's own resampling,
+  replayed on per-segment statistics with the same seed and segment order. The resample indices
+  come from the same `numpy.random.default_rng(seed)` calls, statistics are cast to float32 as
+  sacrebleu casts them, and every resample is scored by sacrebleu's own
+  `BLEU._compute_score_from_stats`, so the numbers are sacrebleu's by construction. float32
+  arithmetic promotes differently under numpy 1 and numpy 2 (NEP 50: a Python float times a
+  float32 stays float32 in numpy 2), so a replay equals sacrebleu run under the same numpy
+  version; callers record `numpy.__version__` next to the results.
+- **poisson** (any scale): each (segment, replicate) gets a Poisson(1) weight from a
+  counter-based hash of (seed, segment hash, replicate index), never from an RNG stream, so the
+  weights do not depend on partitioning, row order or task retries. Replicate sums
+  `weights.T @ stats` are linear: they add up across partitions like the plain sums, and the
+  scores of the replicates come from the summed vectors alone. Paired approximate randomization
+  uses the same hashing (another domain constant) for its swap decisions.
+
+Percentile positions, p-value formulas and signature fields follow sacrebleu 2.6
+(`sacrebleu/significance.py`, `sacrebleu/metrics/base.py`).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .config import BleuConfig
+from .errors import UsageError
+
+
+SACREBLEU = "sacrebleu"
+POISSON = "poisson"
+METHODS = (SACREBLEU, POISSON)
+
+# sacrebleu's defaults: `--confidence-n` / `--paired-bs-n` and `--paired-ar-n`.
+DEFAULT_BOOTSTRAP_SAMPLES = 1000
+DEFAULT_AR_TRIALS = 10000
+DEFAULT_SEED = 12345  # SACREBLEU_SEED's default
+
+# The exact replay holds sacrebleu's resampling matrices whole, because numpy's generator gives
+# a different stream when they are drawn in pieces: B x N int64 indices for the bootstrap
+# (8 bytes a cell) and T x N booleans for approximate randomization (1 byte a cell). Resample
+# sums are formed one resample at a time (sacrebleu itself materializes B x N x width float32
+# values, 40 bytes a cell at order 4). With the defaults (B = 1000, T = 10000) this limit keeps
+# either matrix near 2 GB; larger groups use the poisson method.
+MEMORY_BUDGET_BYTES = 2 * 1024 ** 3
+MAX_SACREBLEU_SEGMENTS = 200_000
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A bootstrap confidence interval; `score` is the point estimate on the full data."""
+    score: float
+    mean: float
+    low: float
+    high: float
+    halfwidth: float
+    n_samples: int
+    seed: int
+    method: str
+
+    def to_dict(self) -> dict:
+        return {"bs_mean": self.mean, "ci_low": self.low, "ci_high": self.high,
+                "ci_halfwidth": self.halfwidth, "n_bootstrap": self.n_samples,
+                "seed": self.seed, "bootstrap_method": self.method}
+
+
+# Paired test names, as `Paired.test` spells them.
+PAIRED_BS = "paired-bs"
+PAIRED_AR = "paired-ar"
+PAIRED_BS_POISSON = "paired-bs-poisson"
+PAIRED_AR_HASHED = "paired-ar-hashed"
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A paired test of a system against a baseline; delta = system - baseline on the full data."""
+    delta: float
+    p_value: float
+    delta_ci_low: Optional[float]
+    delta_ci_high: Optional[float]
+    test: str
+
+    def to_dict(self) -> dict:
+        return {"delta": self.delta, "p_value": self.p_value, "delta_ci_low": self.delta_ci_low,
+                "delta_ci_high": self.delta_ci_high, "test": self.test}
+
+
+def bootstrap_signature(method: str, n_samples: int, seed: int, kind: str = "bs") -> str:
+    """The resampling fields of the signature: `bs:1000|seed:12345` as sacrebleu writes them
+    (`ar:10000|seed:12345` for approximate randomization, `kind="ar"`), plus `|bsm:poisson` for
+    the poisson method, which sacrebleu does not have.
+
+    sacrebleu puts these fields right after `nrefs:` (`nrefs:1|bs:1000|seed:12345|case:mixed|...`);
+    `with_bootstrap_fields` places them there.
+    """
+    if method not in METHODS:
+        raise UsageError(f"unknown bootstrap method {method!r}; choose one of: {', '.join(METHODS)}")
+    fields = f"{kind}:{n_samples}|seed:{seed}"
+    return fields + "|bsm:poisson" if method == POISSON else fields
+
+
+def with_bootstrap_fields(signature: str, fields: str) -> str:
+    """Insert `fields` after the `nrefs:` field of a BLEU signature, where sacrebleu puts them."""
+    head, sep, rest = signature.partition("|")
+    return f"{head}|{fields}{sep}{rest}" if sep else f"{head}|{fields}"
+
+
+def percentile_bounds(scores: np.ndarray):
+    """sacrebleu's 95% bounds: the sorted scores at B//40 and B - B//40 - 1."""
+    ordered = np.sort(np.asarray(scores, dtype=np.float64))
+    lower = len(ordered) // 40
+    return float(ordered[lower]), float(ordered[len(ordered) - lower - 1])
+
+
+def sacrebleu_p_value(sample_statistics: np.ndarray, real_difference: float) -> float:
+    """sacrebleu's `_compute_p_value`: (count(stat > real) + 1) / (n + 1); `>` is strict so a
+    system compared with itself is not significant."""
+    count = int(np.sum(np.asarray(sample_statistics) > real_difference))
+    return (count + 1) / (len(sample_statistics) + 1)
+
+
+# --- sacrebleu method: exact replay -------------------------------------------------------------
+
+def sacrebleu_metric(config: BleuConfig):
+    """A sacrebleu BLEU with the scoring settings of `config` (it never tokenizes here)."""
+    if config.weights is not None:
+        raise UsageError("the sacrebleu bootstrap has no n-gram weights; use the poisson method")
+    from sacrebleu.metrics.bleu import BLEU
+    return BLEU(tokenize="none", smooth_method=config.smooth_method,
+                smooth_value=config.smooth_value, max_ngram_order=config.max_ngram_order,
+                effective_order=config.effective_order)
+
+
+def _check_replay_size(n_segments: int, n_draws: int, bytes_per_cell: int) -> None:
+    size = n_segments * n_draws * bytes_per_cell
+    if n_segments > MAX_SACREBLEU_SEGMENTS or size > MEMORY_BUDGET_BYTES:
+        raise UsageError(f"{n_segments} segments x {n_draws} resamples is too large for the "
+                         f"sacrebleu bootstrap (at most {MAX_SACREBLEU_SEGMENTS} segments and "
+                         f"{MEMORY_BUDGET_BYTES // 2 ** 20} MiB); use the poisson method")
+
+
+def _segment_stats(stats) -> np.ndarray:
+    stats = np.asarray(stats, dtype=np.int64)
+    if stats.ndim != 2 or len(stats) == 0:
+        raise UsageError("segment statistics must be a non-empty (n_segments, width) array")
+    return stats
+
+
+def _full_score(metric, stats: np.ndarray) -> float:
+    """sacrebleu's score of the whole data: its `_aggregate_and_compute` on Python int lists."""
+    return metric._aggregate_and_compute(stats.tolist()).score
+
+
+def _resample_indices(n_segments: int, n_samples: int, seed: int) -> np.ndarray:
+    """sacrebleu's `rng.choice(N, size=(B, N), replace=True)` on `default_rng(seed)`."""
+    rng = np.random.default_rng(seed)
+    return rng.choice(n_segments, size=(n_samples, n_segments), replace=True)
+
+
+def _resample_scores(metric, stats: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Scores of the float32 resample sums, one resample at a time. Each `(N, width)` slice has
+    the layout of sacrebleu's `stats_np[idxs][b]`, so `.sum(0)` adds in the same order."""
+    stats32 = np.array(stats, dtype="float32")
+    return np.array([metric._compute_score_from_stats(stats32[row].sum(0)).score
+                     for row in indices])
+
+
+def sacrebleu_interval(stats, config: BleuConfig, n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
+                       seed: int = DEFAULT_SEED) -> Interval:
+    """sacrebleu's `corpus_score(..., n_bootstrap=n_samples)` interval with SACREBLEU_SEED=seed:
+    `mean` is its μ (`statistics.mean` of the resample scores), `halfwidth` its ±, and
+    `low`/`high` the percentile bounds that ± is half the distance of."""
+    stats = _segment_stats(stats)
+    _check_replay_size(len(stats), n_samples, 8)
+    metric = sacrebleu_metric(config)
+    scores = _resample_scores(metric, stats, _resample_indices(len(stats), n_samples, seed))
+    low, high = percentile_bounds(scores)
+    return Interval(score=_full_score(metric, stats), mean=statistics.mean(scores.tolist()),
+                    low=low, high=high, halfwidth=0.5 * (high - low), n_samples=n_samples,
+                    seed=seed, method=SACREBLEU)
+
+
+def _check_paired(baseline: np.ndarray, system: np.ndarray) -> None:
+    if baseline.shape != system.shape:
+        raise UsageError(f"baseline statistics {baseline.shape} and system statistics "
+                         f"{system.shape} do not cover the same segments")
+
+
+def sacrebleu_paired_bs(baseline, system, config: BleuConfig,
+                        n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
+                        seed: int = DEFAULT_SEED) -> Paired:
+    """sacrebleu's paired bootstrap (`_paired_bs_test`): one index matrix for both systems; the
+    p-value counts resamples where |sys - bl| minus its mean exceeds the real |delta|.
+
+    sacrebleu's `PairedTest` passes seed 0 on as None (unseeded), so seed 0 has no replay there.
+    """
+    baseline, system = _segment_stats(baseline), _segment_stats(system)
+    _check_paired(baseline, system)
+    _check_replay_size(len(baseline), n_samples, 8)
+    metric = sacrebleu_metric(config)
+    indices = _resample_indices(len(baseline), n_samples, seed)
+    scores_bl = _resample_scores(metric, baseline, indices)
+    scores_sys = _resample_scores(metric, system, indices)
+    delta = _full_score(metric, system) - _full_score(metric, baseline)
+    sample_diffs = np.abs(scores_sys - scores_bl)
+    p_value = sacrebleu_p_value(sample_diffs - sample_diffs.mean(), abs(delta))
+    low, high = percentile_bounds(scores_sys - scores_bl)
+    return Paired(delta=delta, p_value=p_value, delta_ci_low=low, delta_ci_high=high,
+                  test=PAIRED_BS)
+
+
+# Trials whose scores are formed at once in the replay of approximate randomization; integer
+# matmuls are exact, so chunking does not change them, and it bounds the int64 copy of the mask.
+_AR_CHUNK = 32
+
+
+def _trial_scores(metric, pick_first: np.ndarray, first: np.ndarray, second: np.ndarray):
+    """Scores of the pseudo-systems `pick_first @ first + ~pick_first @ second`, as sacrebleu
+    forms and scores them (int64 sums, `_aggregate_and_compute` on each (1, width) row)."""
+    scores = []
+    for start in range(0, len(pick_first), _AR_CHUNK):
+        chunk = pick_first[start:start + _AR_CHUNK]
+        sums = chunk @ first + ~chunk @ second
+        scores.extend(metric._aggregate_and_compute(row).score for row in sums[:, None])
+    return np.array(scores)
+
+
+def sacrebleu_paired_ar(baseline, system, config: BleuConfig,
+                        n_trials: int = DEFAULT_AR_TRIALS, seed: int = DEFAULT_SEED) -> Paired:
+    """sacrebleu's paired approximate randomization (`_paired_ar_test`): per trial and segment a
+    swap decision from `rng.integers(2, size=(T, N), dtype=bool)`; p counts trials whose
+    |score(a) - score(b)| exceeds the real |delta|. No interval (sacrebleu's optional AR
+    confidence is a plain bootstrap of the system: `sacrebleu_interval`)."""
+    baseline, system = _segment_stats(baseline), _segment_stats(system)
+    _check_paired(baseline, system)
+    _check_replay_size(len(baseline), n_trials, 1)
+    metric = sacrebleu_metric(config)
+    rng = np.random.default_rng(seed)
+    keep_baseline = rng.integers(2, size=(n_trials, len(baseline)), dtype=bool)
+    scores_a = _trial_scores(metric, keep_baseline, baseline, system)
+    scores_b = _trial_scores(metric, keep_baseline, system, baseline)
+    delta = _full_score(metric, system) - _full_score(metric, baseline)
+    p_value = sacrebleu_p_value(np.abs(scores_a - scores_b), abs(delta))
+    return Paired(delta=delta, p_value=p_value, delta_ci_low=None, delta_ci_high=None,
+                  test=PAIRED_AR)

@@ -1,0 +1,213 @@
+"""Bootstrap intervals and paired tests: the sacrebleu replay against sacrebleu 2.6 itself, and
+the poisson method against direct per-segment computations."""
+import random
+from collections import defaultdict
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sacrebleu.metrics.bleu import BLEU
+from sacrebleu.significance import PairedTest, _bootstrap_resample
+
+from bleu_spark import bootstrap
+from bleu_spark.bootstrap import (MAX_SACREBLEU_SEGMENTS, bootstrap_signature,
+                                  sacrebleu_interval, sacrebleu_paired_ar, sacrebleu_paired_bs,
+                                  with_bootstrap_fields)
+from bleu_spark.config import BleuConfig
+from bleu_spark.errors import UsageError
+from bleu_spark.oracle import reference_streams
+from bleu_spark.signature import bleu_signature
+from bleu_spark.stats import segment_statistics
+from bleu_spark.tokenizers import LineTokenizer
+from conftest import SAMPLE, random_sentences
+
+TOLERANCE = 1e-9
+
+
+def our_statistics(candidates, references, config, tokenize="13a"):
+    tokenizer = LineTokenizer(tokenize, config.lowercase)
+    return segment_statistics(pa.array(candidates, pa.string()),
+                              pa.array(references, pa.list_(pa.string())), tokenizer,
+                              config.max_ngram_order).stats
+
+
+def sacrebleu_metric(config, tokenize="13a"):
+    return BLEU(tokenize=tokenize, smooth_method=config.smooth_method,
+                smooth_value=config.smooth_value, max_ngram_order=config.max_ngram_order,
+                effective_order=config.effective_order)
+
+
+def generated_corpus(seed, n_segments, n_systems=2):
+    rng = random.Random(seed)
+    references = [[r] for r in random_sentences(rng, n_segments)]
+    systems = []
+    for _ in range(n_systems):
+        # Candidates that share words with their reference, so scores are far from 0.
+        systems.append([" ".join(ref[0].split()[:rng.randint(1, 30)]) + " " + noise
+                        for ref, noise in zip(references, random_sentences(rng, n_segments))])
+    return systems, references
+
+
+def sacrebleu_bounds(hypotheses, references, config, n_samples, tokenize="13a"):
+    """Percentile bounds of sacrebleu's own resample scores (seed from SACREBLEU_SEED)."""
+    metric = sacrebleu_metric(config, tokenize)
+    stats = metric._extract_corpus_statistics(hypotheses, reference_streams(references))
+    _, scores = _bootstrap_resample(stats, metric, n_samples)
+    return bootstrap.percentile_bounds(np.array([s.score for s in scores]))
+
+
+def assert_interval_matches_sacrebleu(hypotheses, references, config, n_samples, seed,
+                                      monkeypatch, tokenize="13a"):
+    monkeypatch.setenv("SACREBLEU_SEED", str(seed))
+    stats = our_statistics(hypotheses, references, config, tokenize)
+    ours = sacrebleu_interval(stats, config, n_samples=n_samples, seed=seed)
+    theirs = sacrebleu_metric(config, tokenize).corpus_score(
+        hypotheses, reference_streams(references), n_bootstrap=n_samples)
+    assert ours.score == pytest.approx(theirs.score, abs=TOLERANCE)
+    assert ours.mean == pytest.approx(theirs._mean, abs=TOLERANCE)
+    assert ours.halfwidth == pytest.approx(theirs._ci, abs=TOLERANCE)
+    low, high = sacrebleu_bounds(hypotheses, references, config, n_samples, tokenize)
+    assert (ours.low, ours.high) == pytest.approx((low, high), abs=TOLERANCE)
+    return ours
+
+
+def sacrebleu_paired(baseline, system, references, config, test_type, n_samples,
+                     tokenize="13a"):
+    """sacrebleu's PairedTest result for `system` against `baseline`."""
+    metric = sacrebleu_metric(config, tokenize)
+    test = PairedTest([("baseline", baseline), ("system", system)], {"BLEU": metric},
+                      reference_streams(references), test_type=test_type, n_samples=n_samples)
+    signatures, results = test()
+    return signatures["BLEU"], results["BLEU"][0], results["BLEU"][1]
+
+
+def assert_paired_matches_sacrebleu(baseline, system, references, config, monkeypatch,
+                                    n_samples=1000, n_trials=1000, seed=12345, tokenize="13a"):
+    monkeypatch.setenv("SACREBLEU_SEED", str(seed))
+    bl_stats = our_statistics(baseline, references, config, tokenize)
+    sys_stats = our_statistics(system, references, config, tokenize)
+
+    ours = sacrebleu_paired_bs(bl_stats, sys_stats, config, n_samples=n_samples, seed=seed)
+    _, bl_result, sys_result = sacrebleu_paired(baseline, system, references, config, "bs",
+                                                n_samples, tokenize)
+    assert ours.delta == pytest.approx(sys_result.score - bl_result.score, abs=TOLERANCE)
+    assert ours.p_value == pytest.approx(sys_result.p_value, abs=TOLERANCE)
+    # The delta interval from sacrebleu's own resampling of each system with the same seed.
+    metric = sacrebleu_metric(config, tokenize)
+    streams = reference_streams(references)
+    resampled = [np.array([s.score for s in _bootstrap_resample(
+        metric._extract_corpus_statistics(hyps, streams), metric, n_samples)[1]])
+        for hyps in (baseline, system)]
+    low, high = bootstrap.percentile_bounds(resampled[1] - resampled[0])
+    assert (ours.delta_ci_low, ours.delta_ci_high) == pytest.approx((low, high), abs=TOLERANCE)
+
+    ours = sacrebleu_paired_ar(bl_stats, sys_stats, config, n_trials=n_trials, seed=seed)
+    _, bl_result, sys_result = sacrebleu_paired(baseline, system, references, config, "ar",
+                                                n_trials, tokenize)
+    assert ours.delta == pytest.approx(sys_result.score - bl_result.score, abs=TOLERANCE)
+    assert ours.p_value == pytest.approx(sys_result.p_value, abs=TOLERANCE)
+    assert ours.delta_ci_low is None and ours.test == bootstrap.PAIRED_AR
+
+
+# --- sacrebleu replay on generated text ----------------------------------------------------------
+
+CONFIGS = [BleuConfig(), BleuConfig(smooth_method="floor", smooth_value=0.5),
+           BleuConfig(smooth_method="add-k"), BleuConfig(smooth_method="none"),
+           BleuConfig(effective_order=True, max_ngram_order=3)]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c.smooth_method}-{c.max_ngram_order}")
+def test_interval_replays_sacrebleu_on_generated_text(config, monkeypatch):
+    systems, references = generated_corpus(1, 60)
+    assert_interval_matches_sacrebleu(systems[0], references, config, 1000, 12345, monkeypatch)
+
+
+@pytest.mark.parametrize("seed,n_samples", [(7, 200), (2024, 1000), (1, 41)])
+def test_interval_follows_seed_and_sample_count(seed, n_samples, monkeypatch):
+    systems, references = generated_corpus(seed, 40)
+    assert_interval_matches_sacrebleu(systems[0], references, BleuConfig(), n_samples, seed,
+                                      monkeypatch)
+
+
+def test_short_segments_with_zero_counts(monkeypatch):
+    """Candidates of one to four words: many resamples have no 4-gram (or 3-gram) matches."""
+    rng = random.Random(3)
+    references = [[r] for r in random_sentences(rng, 30)]
+    hypotheses = [" ".join(ref[0].split()[:rng.randint(1, 4)]) for ref in references]
+    for config in (BleuConfig(), BleuConfig(smooth_method="floor"), BleuConfig(effective_order=True),
+                   BleuConfig(smooth_method="none")):
+        interval = assert_interval_matches_sacrebleu(hypotheses, references, config, 300, 12345,
+                                                     monkeypatch)
+        assert interval.high > 0
+
+
+@pytest.mark.parametrize("config", [BleuConfig(), BleuConfig(smooth_method="add-k", smooth_value=2)],
+                         ids=["exp", "add-k"])
+def test_paired_tests_replay_sacrebleu_on_generated_text(config, monkeypatch):
+    (baseline, system), references = generated_corpus(5, 80)
+    assert_paired_matches_sacrebleu(baseline, system, references, config, monkeypatch)
+
+
+def test_paired_ar_with_default_trials(monkeypatch):
+    (baseline, system), references = generated_corpus(9, 50)
+    monkeypatch.setenv("SACREBLEU_SEED", "12345")
+    ours = sacrebleu_paired_ar(our_statistics(baseline, references, BleuConfig()),
+                               our_statistics(system, references, BleuConfig()), BleuConfig())
+    _, _, sys_result = sacrebleu_paired(baseline, system, references, BleuConfig(), "ar", 0)
+    assert ours.p_value == pytest.approx(sys_result.p_value, abs=TOLERANCE)
+
+
+def test_signature_fields_are_sacrebleus(monkeypatch):
+    monkeypatch.setenv("SACREBLEU_SEED", "777")
+    systems, references = generated_corpus(2, 20)
+    metric = sacrebleu_metric(BleuConfig())
+    metric.corpus_score(systems[0], reference_streams(references), n_bootstrap=300)
+    plain = bleu_signature(BleuConfig(), 1, metric.tokenizer_signature)
+    fields = bootstrap_signature(bootstrap.SACREBLEU, 300, 777)
+    assert with_bootstrap_fields(plain, fields) == str(metric.get_signature())
+    for test_type, n in (("bs", 200), ("ar", 300)):
+        signature, _, _ = sacrebleu_paired(systems[0], systems[1], references, BleuConfig(),
+                                           test_type, n)
+        fields = bootstrap_signature(bootstrap.SACREBLEU, n, 777, kind=test_type)
+        assert with_bootstrap_fields(plain, fields) == str(signature)
+    assert bootstrap_signature(bootstrap.POISSON, 1000, 5) == "bs:1000|seed:5|bsm:poisson"
+
+
+def test_replay_refuses_what_it_cannot_replay():
+    too_many = np.zeros((MAX_SACREBLEU_SEGMENTS + 1, 10), np.int64)
+    with pytest.raises(UsageError, match="poisson"):
+        sacrebleu_interval(too_many, BleuConfig())
+    weighted = BleuConfig(weights=(0.4, 0.3, 0.2, 0.1))
+    with pytest.raises(UsageError, match="weights"):
+        sacrebleu_interval(np.ones((3, 10), np.int64), weighted)
+    with pytest.raises(UsageError, match="same segments"):
+        sacrebleu_paired_bs(np.ones((3, 10), np.int64), np.ones((4, 10), np.int64), BleuConfig())
+
+
+# --- sacrebleu replay on the bundled WMT22 sample -----------------------------------------------
+
+def sample_systems(langpair):
+    rows = pq.read_table(SAMPLE, filters=[("langpair", "=", langpair)]).to_pylist()
+    systems = defaultdict(list)
+    for row in sorted(rows, key=lambda r: (r["system"], r["seg_id"])):
+        systems[row["system"]].append(row)
+    return systems
+
+
+@pytest.mark.parametrize("langpair", ["en-de", "zh-en"])
+def test_sample_every_system_replays_sacrebleu(langpair, monkeypatch):
+    config = BleuConfig()
+    tokenize = config.tokenizer_for(langpair)
+    systems = sample_systems(langpair)
+    names = sorted(systems)
+    references = [row["references"] for row in systems[names[0]]]
+    baseline = [row["candidate"] for row in systems[names[0]]]
+    for name in names:
+        assert [row["references"] for row in systems[name]] == references
+        hypotheses = [row["candidate"] for row in systems[name]]
+        assert_interval_matches_sacrebleu(hypotheses, references, config, 1000, 12345,
+                                          monkeypatch, tokenize)
+        if name != names[0]:
+            assert_paired_matches_sacrebleu(baseline, hypotheses, references, config,
+                                            monkeypatch, n_trials=500, tokenize=tokenize)
