@@ -11,9 +11,9 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.significance import PairedTest, _bootstrap_resample
 
 from bleu_spark import bootstrap
-from bleu_spark.bootstrap import (MAX_SACREBLEU_SEGMENTS, bootstrap_signature,
-                                  sacrebleu_interval, sacrebleu_paired_ar, sacrebleu_paired_bs,
-                                  with_bootstrap_fields)
+from bleu_spark.bootstrap import (MAX_SACREBLEU_SEGMENTS, ar_swaps, bootstrap_signature,
+                                  poisson_weights, replicate_sums, sacrebleu_interval,
+                                  sacrebleu_paired_ar, sacrebleu_paired_bs, with_bootstrap_fields)
 from bleu_spark.config import BleuConfig
 from bleu_spark.errors import UsageError
 from bleu_spark.oracle import reference_streams
@@ -211,3 +211,61 @@ def test_sample_every_system_replays_sacrebleu(langpair, monkeypatch):
         if name != names[0]:
             assert_paired_matches_sacrebleu(baseline, hypotheses, references, config,
                                             monkeypatch, n_trials=500, tokenize=tokenize)
+
+
+# --- poisson method ---------------------------------------------------------------------------
+
+HASHES = np.array([0, 1, 2, -1, 2 ** 62, -2 ** 63, 123456789], np.int64)
+
+
+def test_weights_are_a_pure_function_of_seed_hash_and_replicate():
+    weights = poisson_weights(HASHES, 42, 1000)
+    assert weights.shape == (len(HASHES), 1000) and weights.dtype == np.uint8
+    order = np.array([3, 0, 6, 1, 5, 2, 4])
+    assert (poisson_weights(HASHES[order], 42, 1000) == weights[order]).all()
+    assert (poisson_weights(HASHES[2:4], 42, 1000) == weights[2:4]).all()
+    assert (poisson_weights(HASHES, 42, 37) == weights[:, :37]).all()
+    many = np.arange(5000, dtype=np.int64)  # spans several internal chunks
+    assert (poisson_weights(many, 42, 10)[1234] == poisson_weights(many[1234:1235], 42, 10)[0]).all()
+    assert (poisson_weights(HASHES, 43, 1000) != weights).mean() > 0.5
+
+
+def test_weights_are_poisson_one():
+    weights = poisson_weights(np.arange(4000, dtype=np.int64), 12345, 1000).astype(np.float64)
+    assert abs(weights.mean() - 1) < 5e-3
+    assert abs(weights.var() - 1) < 1e-2
+    assert abs((weights == 0).mean() - np.exp(-1)) < 2e-3
+    assert abs((weights == 2).mean() - np.exp(-1) / 2) < 2e-3
+    # Replicates of one segment and neighbouring segments are uncorrelated.
+    assert abs(np.corrcoef(weights[:, 0], weights[:, 1])[0, 1]) < 0.05
+    assert abs(np.corrcoef(weights[:-1, 0], weights[1:, 0])[0, 1]) < 0.05
+
+
+def test_swaps_are_fair_coins_independent_of_the_weights():
+    hashes = np.arange(4000, dtype=np.int64)
+    swaps = ar_swaps(hashes, 12345, 1000)
+    assert swaps.shape == (4000, 1000) and swaps.dtype == bool
+    assert abs(swaps.mean() - 0.5) < 5e-3
+    assert (ar_swaps(hashes[10:20], 12345, 70) == swaps[10:20, :70]).all()
+    weights = poisson_weights(hashes, 12345, 1000)
+    assert abs(np.corrcoef(swaps[:, 0], weights[:, 0] > 0)[0, 1]) < 0.05
+    assert abs(np.corrcoef(swaps[:, 0], swaps[:, 1])[0, 1]) < 0.05
+
+
+@pytest.mark.parametrize("scale,n_chunks", [(1, 1), (10 ** 3, 150), (10 ** 7, None)])
+def test_replicate_sums_are_exact_and_add_over_chunks(scale, n_chunks):
+    """Scales that give one float32 chunk, many chunks, and rows too large for float32."""
+    rng = np.random.default_rng(scale)
+    stats = rng.integers(0, 60, size=(3000, 10)) * scale
+    weights = poisson_weights(np.arange(3000, dtype=np.int64), 1, 200)
+    chunks = bootstrap._exact_chunks(int(weights.max()) * stats.max(axis=1), 1 << 24)
+    if n_chunks is None:
+        assert chunks is None
+    else:
+        assert len(chunks) >= n_chunks and (n_chunks > 1 or len(chunks) == 1)
+    whole = replicate_sums(stats, weights)
+    assert whole.dtype == np.int64 and whole.shape == (200, 10)
+    assert (whole == weights.T.astype(np.int64) @ stats).all()
+    edges = [0, 1, 700, 701, 2500, 3000]
+    parts = sum(replicate_sums(stats[a:b], weights[a:b]) for a, b in zip(edges, edges[1:]))
+    assert (parts == whole).all()
