@@ -31,7 +31,7 @@ import numpy as np
 
 from .config import BleuConfig
 from .errors import UsageError
-
+from .scoring import LOG_ZERO, bleu_from_statistics
 
 SACREBLEU = "sacrebleu"
 POISSON = "poisson"
@@ -397,3 +397,123 @@ def replicate_sums(stats: np.ndarray, weights: np.ndarray) -> np.ndarray:
         part = weights[start:stop].T.astype(np.float32) @ stats[start:stop].astype(np.float32)
         total += part.astype(np.int64)
     return total
+
+
+# --- scores of many summed vectors at once -------------------------------------------------------
+
+def _brevity_penalties(sys_len: np.ndarray, ref_len: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        short = np.exp(1 - ref_len / sys_len)
+    return np.where(sys_len >= ref_len, 1.0, np.where(sys_len > 0, short, 0.0))
+
+
+def _smoothed_precisions(correct: np.ndarray, totals: np.ndarray, config: BleuConfig):
+    """(precisions, effective order) per row: `scoring.precisions_and_order` on every row at
+    once; `alive` follows its loop, which stops at the first order with no n-grams."""
+    rows, order = correct.shape
+    k = config.effective_smooth_value
+    precisions = np.zeros((rows, order))
+    eff_order = np.full(rows, order)
+    alive = np.ones(rows, bool)
+    smooth_mteval = np.ones(rows)
+    for n in range(order):
+        c, t = correct[:, n].astype(np.float64), totals[:, n].astype(np.float64)
+        if config.smooth_method == "add-k" and n > 0:
+            c, t = c + k, t + k
+        alive &= t != 0
+        if config.effective_order:
+            eff_order = np.where(alive, n + 1, eff_order)
+        zero = alive & (c == 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if config.smooth_method == "exp":
+                smooth_mteval = np.where(zero, smooth_mteval * 2, smooth_mteval)
+                precisions[:, n] = np.where(zero, 100.0 / (smooth_mteval * t), 0.0)
+            elif config.smooth_method == "floor":
+                precisions[:, n] = np.where(zero, 100.0 * k / t, 0.0)
+            precisions[:, n] = np.where(alive & (c != 0), 100.0 * c / t, precisions[:, n])
+    return precisions, eff_order
+
+
+def scores_of_sums(sums: np.ndarray, config: BleuConfig) -> np.ndarray:
+    """BLEU of each row of `sums` (B, width): `bleu_from_statistics` vectorized (equal to it
+    within 1e-12; numpy's log and exp may differ from libm's in the last bit)."""
+    sums = np.asarray(sums)
+    order = config.max_ngram_order
+    correct, totals = sums[:, 2:2 + order], sums[:, 2 + order:2 + 2 * order]
+    bp = _brevity_penalties(sums[:, 0].astype(np.float64), sums[:, 1].astype(np.float64))
+    precisions, eff_order = _smoothed_precisions(correct, totals, config)
+    with np.errstate(divide="ignore"):
+        logs = np.where(precisions == 0.0, float(LOG_ZERO), np.log(precisions))
+    weights = np.ones(order) if config.weights is None else np.asarray(config.weights)
+    # Added one order at a time, as Python's sum() adds them.
+    weighted, weight_total = np.zeros(len(sums)), np.zeros(len(sums))
+    for n in range(order):
+        used = n < eff_order
+        term = logs[:, n] if config.weights is None else weights[n] * logs[:, n]
+        weighted = np.where(used, weighted + term, weighted)
+        weight_total = np.where(used, weight_total + weights[n], weight_total)
+    divisor = eff_order if config.weights is None else weight_total
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scores = bp * np.exp(weighted / divisor)
+    return np.where(correct.any(axis=1), scores, 0.0)
+
+
+# --- poisson method: intervals and paired tests ---------------------------------------------------
+
+def poisson_interval(point_score: float, replicate_scores: np.ndarray, seed: int) -> Interval:
+    """Interval from the scores of the replicate sums: mean of the replicates, bounds at
+    sacrebleu's percentile positions, halfwidth (high - low) / 2."""
+    scores = np.asarray(replicate_scores, dtype=np.float64)
+    low, high = percentile_bounds(scores)
+    return Interval(score=float(point_score), mean=float(scores.mean()), low=low, high=high,
+                    halfwidth=0.5 * (high - low), n_samples=len(scores), seed=seed,
+                    method=POISSON)
+
+
+def _full_delta(baseline_sums, system_sums, config: BleuConfig) -> float:
+    return (bleu_from_statistics(np.asarray(system_sums).tolist(), config)[0]
+            - bleu_from_statistics(np.asarray(baseline_sums).tolist(), config)[0])
+
+
+def poisson_paired_bs(baseline_sums, baseline_reps, system_sums, system_reps,
+                      config: BleuConfig) -> Paired:
+    """Paired bootstrap on replicate sums built with the same per-segment weights for both
+    systems; the p-value is sacrebleu's (|sys - bl| per replicate, minus its mean, > |delta|)."""
+    baseline_reps, system_reps = np.asarray(baseline_reps), np.asarray(system_reps)
+    if baseline_reps.shape != system_reps.shape:
+        raise UsageError(f"baseline replicates {baseline_reps.shape} and system replicates "
+                         f"{system_reps.shape} differ")
+    delta = _full_delta(baseline_sums, system_sums, config)
+    differences = scores_of_sums(system_reps, config) - scores_of_sums(baseline_reps, config)
+    sample_diffs = np.abs(differences)
+    p_value = sacrebleu_p_value(sample_diffs - sample_diffs.mean(), abs(delta))
+    low, high = percentile_bounds(differences)
+    return Paired(delta=delta, p_value=p_value, delta_ci_low=low, delta_ci_high=high,
+                  test=PAIRED_BS_POISSON)
+
+
+def _exact_gaps(first: np.ndarray, second: np.ndarray, config: BleuConfig) -> np.ndarray:
+    return np.array([abs(bleu_from_statistics(a.tolist(), config)[0]
+                         - bleu_from_statistics(b.tolist(), config)[0])
+                     for a, b in zip(first, second)])
+
+
+def poisson_paired_ar(baseline_sums, system_sums, baseline_swapped, system_swapped,
+                      config: BleuConfig) -> Paired:
+    """Paired approximate randomization from sums: `*_swapped[t]` is the sum of that system's
+    statistics over the segments trial t swaps (`replicate_sums(stats, ar_swaps(...))`).
+
+    Trials that swap only segments both systems agree on reproduce |delta| exactly; the
+    vectorized scores could put such a tie a last bit above it, so trials within 1e-9 of |delta|
+    are rescored exactly (`bleu_from_statistics`) before the strict comparison, as in sacrebleu.
+    """
+    baseline_sums, system_sums = np.asarray(baseline_sums), np.asarray(system_sums)
+    baseline_swapped, system_swapped = np.asarray(baseline_swapped), np.asarray(system_swapped)
+    trial_system = system_sums - system_swapped + baseline_swapped
+    trial_baseline = baseline_sums - baseline_swapped + system_swapped
+    delta = _full_delta(baseline_sums, system_sums, config)
+    gaps = np.abs(scores_of_sums(trial_system, config) - scores_of_sums(trial_baseline, config))
+    near = np.abs(gaps - abs(delta)) < 1e-9
+    gaps[near] = _exact_gaps(trial_system[near], trial_baseline[near], config)
+    return Paired(delta=delta, p_value=sacrebleu_p_value(gaps, abs(delta)), delta_ci_low=None,
+                  delta_ci_high=None, test=PAIRED_AR_HASHED)

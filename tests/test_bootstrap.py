@@ -7,16 +7,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.significance import PairedTest, _bootstrap_resample
 
 from bleu_spark import bootstrap
 from bleu_spark.bootstrap import (MAX_SACREBLEU_SEGMENTS, ar_swaps, bootstrap_signature,
+                                  poisson_interval, poisson_paired_ar, poisson_paired_bs,
                                   poisson_weights, replicate_sums, sacrebleu_interval,
-                                  sacrebleu_paired_ar, sacrebleu_paired_bs, with_bootstrap_fields)
+                                  sacrebleu_paired_ar, sacrebleu_paired_bs, scores_of_sums,
+                                  with_bootstrap_fields)
 from bleu_spark.config import BleuConfig
 from bleu_spark.errors import UsageError
 from bleu_spark.oracle import reference_streams
+from bleu_spark.scoring import bleu_from_statistics
 from bleu_spark.signature import bleu_signature
 from bleu_spark.stats import segment_statistics
 from bleu_spark.tokenizers import LineTokenizer
@@ -269,3 +274,119 @@ def test_replicate_sums_are_exact_and_add_over_chunks(scale, n_chunks):
     edges = [0, 1, 700, 701, 2500, 3000]
     parts = sum(replicate_sums(stats[a:b], weights[a:b]) for a, b in zip(edges, edges[1:]))
     assert (parts == whole).all()
+
+
+@st.composite
+def summed_rows_and_config(draw):
+    order = draw(st.integers(1, 6))
+    weights = draw(st.one_of(st.none(), st.lists(st.integers(1, 5), min_size=order,
+                                                 max_size=order)))
+    config = BleuConfig(
+        smooth_method=draw(st.sampled_from(["exp", "floor", "add-k", "none"])),
+        smooth_value=draw(st.one_of(st.none(), st.sampled_from([0.0, 0.01, 0.5, 1, 2.5]))),
+        max_ngram_order=order, effective_order=draw(st.booleans()),
+        weights=None if weights is None else tuple(w / sum(weights) for w in weights))
+    counts = st.lists(st.integers(0, 40), min_size=order, max_size=order)
+    rows = []
+    for _ in range(draw(st.integers(1, 5))):
+        correct, extra = draw(counts), draw(counts)
+        lengths = draw(st.lists(st.integers(0, 200), min_size=2, max_size=2))
+        # Totals at least the counts, as in real statistics; zero totals end the orders.
+        rows.append(lengths + correct + [c + e for c, e in zip(correct, extra)])
+    rows.append([0] * (2 + 2 * order))
+    return np.array(rows, np.int64), config
+
+
+@settings(max_examples=400, deadline=None)
+@given(summed_rows_and_config())
+def test_scores_of_sums_equal_the_scalar_score(rows_and_config):
+    rows, config = rows_and_config
+    for row, score in zip(rows, scores_of_sums(rows, config)):
+        assert score == pytest.approx(bleu_from_statistics(row.tolist(), config)[0], abs=1e-12)
+
+
+def test_poisson_interval_is_near_sacrebleus():
+    config = BleuConfig()
+    (hypotheses, _), references = generated_corpus(11, 500)
+    stats = our_statistics(hypotheses, references, config)
+    replay = sacrebleu_interval(stats, config)
+    weights = poisson_weights(np.arange(len(stats), dtype=np.int64) * 7919, 12345, 1000)
+    replicate_scores = scores_of_sums(replicate_sums(stats, weights), config)
+    interval = poisson_interval(replay.score, replicate_scores, 12345)
+    assert abs(interval.low - replay.low) < 1.0 and abs(interval.high - replay.high) < 1.0
+    assert abs(interval.mean - replay.mean) < 0.5
+    assert interval.to_dict() == {"bs_mean": interval.mean, "ci_low": interval.low,
+                                  "ci_high": interval.high, "ci_halfwidth": interval.halfwidth,
+                                  "n_bootstrap": 1000, "seed": 12345, "bootstrap_method": "poisson"}
+
+
+def paired_stats(n_segments=200, identical_share=0.0, seed=13):
+    config = BleuConfig()
+    (baseline, system), references = generated_corpus(seed, n_segments)
+    keep = random.Random(seed).sample(range(n_segments), int(identical_share * n_segments))
+    for i in keep:
+        system[i] = baseline[i]
+    return (our_statistics(baseline, references, config),
+            our_statistics(system, references, config), config)
+
+
+def test_poisson_paired_bs_equals_direct_weighted_sums():
+    baseline, system, config = paired_stats()
+    weights = poisson_weights(np.arange(len(baseline), dtype=np.int64), 3, 300)
+    paired = poisson_paired_bs(baseline.sum(0), replicate_sums(baseline, weights),
+                               system.sum(0), replicate_sums(system, weights), config)
+
+    def score(stats):
+        return bleu_from_statistics(stats.tolist(), config)[0]
+
+    differences = np.array([score((weights[:, b, None] * system).sum(0))
+                            - score((weights[:, b, None] * baseline).sum(0)) for b in range(300)])
+    delta = score(system.sum(0)) - score(baseline.sum(0))
+    gaps = np.abs(differences)
+    count = sum(gap - gaps.mean() > abs(delta) for gap in gaps)
+    assert paired.delta == delta
+    assert paired.p_value == (count + 1) / 301
+    assert (paired.delta_ci_low, paired.delta_ci_high) == pytest.approx(
+        bootstrap.percentile_bounds(differences), abs=1e-12)
+    assert paired.to_dict()["test"] == bootstrap.PAIRED_BS_POISSON
+
+
+@pytest.mark.parametrize("identical_share", [0.0, 0.97])
+def test_poisson_paired_ar_equals_direct_swaps(identical_share):
+    """With most segments identical, many trials tie |delta| exactly and must not count."""
+    baseline, system, config = paired_stats(identical_share=identical_share)
+    swaps = ar_swaps(np.arange(len(baseline), dtype=np.int64), 8, 400)
+    paired = poisson_paired_ar(baseline.sum(0), system.sum(0), replicate_sums(baseline, swaps),
+                               replicate_sums(system, swaps), config)
+
+    def score(stats):
+        return bleu_from_statistics(stats.tolist(), config)[0]
+
+    delta = score(system.sum(0)) - score(baseline.sum(0))
+    count = 0
+    for t in range(400):
+        swapped = swaps[:, t, None]
+        trial_system = np.where(swapped, baseline, system).sum(0)
+        trial_baseline = np.where(swapped, system, baseline).sum(0)
+        count += abs(score(trial_system) - score(trial_baseline)) > abs(delta)
+    assert paired.delta == delta
+    assert paired.p_value == (count + 1) / 401
+
+
+def test_poisson_paired_ar_ties_survive_last_bit_differences(monkeypatch):
+    """Vectorized scores a last bit off must not turn exact ties with |delta| into counts."""
+    baseline, system, config = paired_stats(identical_share=0.97)
+    swaps = ar_swaps(np.arange(len(baseline), dtype=np.int64), 8, 400)
+    args = (baseline.sum(0), system.sum(0), replicate_sums(baseline, swaps),
+            replicate_sums(system, swaps), config)
+    exact = poisson_paired_ar(*args)
+    vectorized = bootstrap.scores_of_sums
+    calls = []
+
+    def off_by_last_bits(sums, config):
+        calls.append(len(calls))
+        return vectorized(sums, config) * (1 + 4e-16 * (-1) ** len(calls))
+
+    monkeypatch.setattr(bootstrap, "scores_of_sums", off_by_last_bits)
+    assert poisson_paired_ar(*args).p_value == exact.p_value
+    assert calls  # the patched scorer was the one used
