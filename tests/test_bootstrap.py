@@ -1,6 +1,8 @@
 """Bootstrap intervals and paired tests: the sacrebleu replay against sacrebleu 2.6 itself, and
 the poisson method against direct per-segment computations."""
 import random
+import subprocess
+import sys
 from collections import defaultdict
 
 import numpy as np
@@ -390,3 +392,9 @@ def test_poisson_paired_ar_ties_survive_last_bit_differences(monkeypatch):
     monkeypatch.setattr(bootstrap, "scores_of_sums", off_by_last_bits)
     assert poisson_paired_ar(*args).p_value == exact.p_value
     assert calls  # the patched scorer was the one used
+
+
+def test_bootstrap_module_does_not_import_pyspark():
+    code = "import sys, bleu_spark.bootstrap; print('pyspark' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
