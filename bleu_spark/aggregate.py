@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import platform
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -32,7 +32,8 @@ class AggregateOptions:
     where: Optional[str] = None                      # SQL predicate over the table's columns
     report: bool = False
     engine: str = "auto"                             # auto: local tables here, others on Spark
-    config: BleuConfig = field(default_factory=BleuConfig)
+    config: BleuConfig = field(default_factory=BleuConfig)   # the scoring choices
+    weights: Optional[Tuple[float, ...]] = None      # checked against the statistics' max order
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -85,13 +86,14 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
         sets = grouping_sets(options, stats)
         finest = list(dict.fromkeys(c for s in sets for c in s))
         stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
-        scores = views.score_sets(stats, sets, options.config)
-        run = run_record(options, stats, scores, sets, run_id)
+        config = scoring_config(options, stats)
+        scores = views.score_sets(stats, sets, config)
+        run = run_record(options, config, stats, scores, sets, run_id)
         if output:
-            views.write_views(output, stats, scores, sets, options.config, run, report=False)
+            views.write_views(output, stats, scores, sets, config, run, report=False)
             if options.report:
                 kept = tuple(c for c in partition_columns(options.stats) if c in finest)
-                page = views.report_html(stats, sets, options.config, kept, run)
+                page = views.report_html(stats, sets, config, kept, run)
                 output.write_bytes("report.html", page.encode())
             run["timings"] = {"total_s": time.time() - started}
             output.commit(run)
@@ -102,6 +104,17 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
         raise
 
 
+def scoring_config(options: AggregateOptions, stats: pa.Table) -> BleuConfig:
+    """The scoring choices, with the weights checked against the order the statistics have."""
+    orders = sorted(set(stats["max_ngram_order"].to_pylist()))
+    if options.weights is None:
+        return options.config
+    if len(orders) > 1:
+        raise UsageError(f"--weights cannot apply to statistics of several max n-gram orders "
+                         f"({', '.join(map(str, orders))}); select one with --where")
+    return replace(options.config, weights=options.weights, max_ngram_order=orders[0] if orders else 4)
+
+
 def _read(options: AggregateOptions, spark) -> pa.Table:
     if not options.on_spark:
         return statstable.read(options.stats, options.where)
@@ -110,7 +123,7 @@ def _read(options: AggregateOptions, spark) -> pa.Table:
     return read_stats(spark, options.stats, options.where)
 
 
-def run_record(options: AggregateOptions, stats: pa.Table, scores: List[dict], sets,
+def run_record(options: AggregateOptions, config: BleuConfig, stats: pa.Table, scores: List[dict], sets,
                run_id: str) -> dict:
     return {
         "run_id": run_id, "run_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -118,7 +131,7 @@ def run_record(options: AggregateOptions, stats: pa.Table, scores: List[dict], s
         "where": options.where, "engine": "spark" if options.on_spark else "local",
         "group_by": list(dict.fromkeys(c for s in sets for c in s)),
         "grouping_sets": [views.label(s) for s in sets], "partition_by": [],
-        "config": asdict(options.config),
+        "config": asdict(config),
         "rows": {"scored": sum(stats["n_segments"].to_pylist()),
                  "rejected": sum(stats["n_rejected"].to_pylist())},
         "groups": len(scores),

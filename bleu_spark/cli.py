@@ -185,16 +185,13 @@ def aggregate_options(args: argparse.Namespace):
 
     if not args.output:
         raise UsageError("--output is required")
-    weights = _weights(_csv(args.weights) if args.weights else None)
-    # The max order is the statistics' own; weights name it when given.
     config = BleuConfig(smooth_method=args.smooth_method or "exp", smooth_value=args.smooth_value,
-                        effective_order=bool(args.effective_order), weights=weights,
-                        max_ngram_order=len(weights) if weights else 4)
+                        effective_order=bool(args.effective_order))
     group_by = tuple(_csv(args.group_by)) if args.group_by is not None else None
     return AggregateOptions(stats=args.stats, output=args.output, group_by=group_by,
                             grouping_sets=parse_grouping_sets(args.grouping_sets),
                             where=args.where, report=bool(args.report), engine=args.engine,
-                            config=config)
+                            config=config, weights=_weights(_csv(args.weights) if args.weights else None))
 
 
 def format_table(scores: List[dict], group_cols) -> str:

@@ -337,13 +337,15 @@ def spark_session():
     # Python workers run the driver's interpreter unless the platform names one
     # (spark.pyspark.python wins over this variable): the bare `python3` on PATH may lack pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # One progress view, the job's: Spark's console bars would garble its lines on stderr.
+    quiet = SparkSession.builder.config("spark.ui.showConsoleProgress", "false")
     try:
-        return SparkSession.builder.getOrCreate()
+        return quiet.getOrCreate()
     except PySparkRuntimeError as exc:
         if exc.getCondition() not in ("MASTER_URL_NOT_SET", "APPLICATION_NAME_NOT_SET"):
             raise
     # The JVM is up now, so SparkConf sees what spark-submit and spark-defaults set.
-    conf, builder = SparkConf(), SparkSession.builder
+    conf, builder = SparkConf(), quiet
     if not conf.contains("spark.master"):
         builder = builder.master("local[*]")
     if not conf.contains("spark.app.name"):

@@ -1,0 +1,157 @@
+"""Saved statistics without a JVM: aggregate's checks and exit codes, the output folder's swaps."""
+import json
+import multiprocessing
+import os
+import random
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bleu_spark import BleuConfig, output, statstable, views
+from bleu_spark.stats import segment_statistics, stats_names
+from bleu_spark.tokenizers import LineTokenizer
+from conftest import ROOT, random_sentences
+from matching import assert_matches_sacrebleu
+from bleu_spark.oracle import sacrebleu_score
+
+
+def measured(rng, n, tokenize="13a", lowercase=False, **groups):
+    """One statistics row of n generated segments, measured as a run would measure them, and
+    the segments themselves."""
+    candidates = random_sentences(rng, n)
+    references = [[r] for r in random_sentences(rng, n)]
+    tokenizer = LineTokenizer(tokenize, lowercase)
+    segments = segment_statistics(pa.array(candidates), pa.array(references), tokenizer, 4)
+    sums = segments.stats.sum(axis=0)
+    one = lambda v, t=None: pa.array([v], t)
+    table = statstable.build(
+        {k: one(v) for k, v in groups.items()},
+        statstable.measurement_columns(1, one(tokenize), one(tokenizer.signature()), lowercase, 4),
+        {"n_segments": one(n), "n_rejected": one(0), "n_reference_segments": one(None, pa.int64()),
+         "min_refs": one(1), "max_refs": one(1)},
+        {name: one(int(v)) for name, v in zip(stats_names(4), sums)})
+    return table, candidates, references
+
+
+def save(folder, *tables):
+    out = output.open_output(str(folder))
+    out.write_table("stats", pa.concat_tables(tables))
+    out.commit({"run_id": out.run_id})
+    return str(folder)
+
+
+def aggregate_cli(*args):
+    return subprocess.run([sys.executable, "-m", "bleu_spark", "aggregate", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_aggregate_sums_rows_and_equals_sacrebleu_on_their_segments(tmp_path):
+    rng = random.Random(1)
+    parts = [measured(rng, 20, system="A", day=d) for d in range(3)]
+    folder = save(tmp_path / "saved", *(p[0] for p in parts))
+    result = aggregate_cli("--stats", folder, "--output", str(tmp_path / "out"), "--group-by", "system",
+                           "--smooth-method", "floor")
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads((tmp_path / "out" / "scores.json").read_text())
+    candidates = [c for p in parts for c in p[1]]
+    references = [r for p in parts for r in p[2]]
+    assert_matches_sacrebleu(row, sacrebleu_score(candidates, references,
+                                                  BleuConfig(tokenize="13a", smooth_method="floor")))
+    assert "JavaGateway" not in result.stderr and "SparkContext" not in result.stderr
+
+
+@pytest.mark.parametrize("other,code,message", [
+    (dict(tokenize="intl"), 10, "would mix statistics of different tokenizers (tokenize: 13a vs intl"),
+    (dict(lowercase=True), 11, "measured with different settings (lowercase: False vs True)"),
+])
+def test_aggregate_refuses_to_sum_different_measurements(tmp_path, other, code, message):
+    rng = random.Random(2)
+    folder = save(tmp_path / "saved", measured(rng, 5, system="A", day=1)[0],
+                  measured(rng, 5, system="A", day=2, **other)[0])
+    result = aggregate_cli("--stats", folder, "--output", str(tmp_path / "out"), "--group-by", "system")
+    assert result.returncode == code, result.stderr
+    assert result.stderr.startswith("bleu-spark: error: group system=A") and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+    # apart, each group is one measurement: fine
+    apart = aggregate_cli("--stats", folder, "--output", str(tmp_path / "out"), "--group-by", "system,day")
+    assert apart.returncode == 0, apart.stderr
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["--where", "no_such_column = 1"], 2, "bad --where predicate"),
+    (["--group-by", "customer"], 4, "statistics have no group column customer"),
+    (["--engine", "jvm"], 2, "invalid choice: 'jvm'"),
+    (["--weights", "0.5,0.5"], 2, "2 weights given for max n-gram order 4"),
+])
+def test_aggregate_user_errors_are_one_line(tmp_path, args, code, message):
+    folder = save(tmp_path / "saved", measured(random.Random(3), 5, system="A")[0])
+    result = aggregate_cli("--stats", folder, "--output", str(tmp_path / "out"), *args)
+    assert result.returncode == code, result.stderr
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_aggregate_of_a_missing_or_foreign_path(tmp_path):
+    missing = aggregate_cli("--stats", str(tmp_path / "nothing"), "--output", str(tmp_path / "out"))
+    assert missing.returncode == 3 and "statistics path not found" in missing.stderr
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "other.parquet")
+    foreign = aggregate_cli("--stats", str(tmp_path / "other.parquet"), "--output", str(tmp_path / "out"))
+    assert foreign.returncode == 3 and "not a bleu-spark statistics table" in foreign.stderr
+
+
+def test_an_output_with_a_run_json_of_another_tool_is_not_replaced(tmp_path):
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "run.json").write_text("{}")
+    (tmp_path / "experiment" / "model.bin").write_bytes(b"weights")
+    folder = save(tmp_path / "saved", measured(random.Random(4), 5, system="A")[0])
+    result = aggregate_cli("--stats", folder, "--output", str(tmp_path / "experiment"))
+    assert result.returncode == 8 and "holds no earlier bleu-spark result" in result.stderr
+    assert (tmp_path / "experiment" / "model.bin").read_bytes() == b"weights"
+
+
+def test_a_file_saved_into_the_output_while_the_run_works_is_kept(tmp_path):
+    out = output.open_output(str(tmp_path / "out"))
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    with pytest.raises(output.OutputError, match="refusing to replace it"):
+        out.commit({})
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+
+
+def _write_partition(folder, day, marker_value, barrier):
+    """One run's commit of a partition, started with the others at the barrier."""
+    table = pa.table({"day": pa.array([day], pa.string()), "value": pa.array([marker_value])})
+    out = output.open_output(folder, ("day",))
+    for name in ("stats", "scores", "dashboard"):
+        out.write_table(name, table)
+    barrier.wait()
+    out.commit({"run_id": out.run_id, "value": marker_value})
+
+
+def test_concurrent_runs_keep_other_partitions_and_one_whole_winner_of_the_same(tmp_path):
+    folder = str(tmp_path / "out")
+    barrier = multiprocessing.Barrier(4)
+    runs = [("d1", 1), ("d2", 2), ("d3", 3), ("d3", 4)]
+    processes = [multiprocessing.Process(target=_write_partition, args=(folder, d, v, barrier))
+                 for d, v in runs]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+        assert process.exitcode == 0
+    for day, values in (("d1", {1}), ("d2", {2}), ("d3", {3, 4})):
+        seen = {pq.read_table(os.path.join(folder, name, f"day={day}"))["value"].to_pylist()[0]
+                for name in ("stats", "scores", "dashboard")}
+        assert len(seen) == 1 and seen <= values  # one run's rows in every table: never a mix
+        files = {len(os.listdir(os.path.join(folder, name, f"day={day}"))) for name in ("stats", "scores")}
+        assert files == {1}
+    assert len(os.listdir(os.path.join(folder, "runs"))) == 4
+    assert not [p for p in os.listdir(folder) if p.startswith(".staging")]
+
+
+def test_group_columns_named_like_output_fields_are_refused():
+    for name in ("score", "tokenize", "grouping", "correct_2", "n_segments"):
+        with pytest.raises(views.UsageError, match=f"group column {name} has the name of an output field"):
+            views.check_group_names(["system", name])
