@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
 out=${1:-out/demo}
-exec .venv/bin/bleu-spark score --input samples/wmt22_sample.parquet --output "$out"
+exec .venv/bin/bleu-spark score --input samples/wmt22_sample.parquet --output "$out" --report
