@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import sacrebleu
 
-from . import __version__, output as out, statstable, views
+from . import __version__, bootstrap, output as out, statstable, views
 from .config import BleuConfig
 from .errors import MissingColumnError, UsageError
 
@@ -34,6 +34,9 @@ class AggregateOptions:
     engine: str = "auto"                             # auto: local tables here, others on Spark
     config: BleuConfig = field(default_factory=BleuConfig)   # the scoring choices
     weights: Optional[Tuple[float, ...]] = None      # checked against the statistics' max order
+    confidence: bool = False                         # intervals from the saved replicate sums
+    paired_bs: bool = False                          # paired bootstrap against `baseline`
+    baseline: Optional[str] = None
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -51,6 +54,7 @@ class AggregateResult:
     scores: List[dict]
     run: dict
     stats: pa.Table
+    paired: Optional[List[dict]] = None
 
 
 def _is_local(path: str) -> bool:
@@ -87,17 +91,23 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
         finest = list(dict.fromkeys(c for s in sets for c in s))
         stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
         config = scoring_config(options, stats)
-        scores = views.score_sets(stats, sets, config)
+        resampling = saved_resampling(options, stats)
+        scores = views.score_sets(stats, sets, config, resampling)
+        paired = None
+        if options.paired_bs:
+            paired, _ = views.paired_rows(stats, sets, config, resampling)
         run = run_record(options, config, stats, scores, sets, run_id)
         if output:
-            views.write_views(output, stats, scores, sets, config, run, report=False)
+            views.write_views(output, stats, scores, sets, config, run, False, resampling,
+                              paired=paired)
             if options.report:
                 kept = tuple(c for c in partition_columns(options.stats) if c in finest)
-                page = views.report_html(stats, sets, config, kept, run)
+                page = views.report_html(stats, sets, config, kept, run, resampling=resampling,
+                                         paired=paired)
                 output.write_bytes("report.html", page.encode())
             run["timings"] = {"total_s": time.time() - started}
             output.commit(run)
-        return AggregateResult(scores, run, stats)
+        return AggregateResult(scores, run, stats, paired)
     except BaseException:
         if output:
             output.abort()
@@ -113,6 +123,22 @@ def scoring_config(options: AggregateOptions, stats: pa.Table) -> BleuConfig:
         raise UsageError(f"--weights cannot apply to statistics of several max n-gram orders "
                          f"({', '.join(map(str, orders))}); select one with --where")
     return replace(options.config, weights=options.weights, max_ngram_order=orders[0] if orders else 4)
+
+
+def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[bootstrap.Resampling]:
+    """Intervals and paired tests from the replicate sums the statistics hold (poisson)."""
+    if not (options.confidence or options.paired_bs):
+        return None
+    labels = set(stats["resampling"].to_pylist())
+    if labels == {""} or not labels:
+        raise UsageError("these statistics hold no replicate sums: score with --confidence "
+                         "(poisson) to keep them")
+    if len(labels) > 1:
+        raise UsageError(f"the statistics hold replicate sums of different draws "
+                         f"({', '.join(sorted(labels))}); select one with --where")
+    _, n_bootstrap, seed = labels.pop().split(":")
+    return bootstrap.Resampling(confidence=options.confidence, n_bootstrap=int(n_bootstrap),
+                                seed=int(seed), paired_bs=options.paired_bs, baseline=options.baseline)
 
 
 def _read(options: AggregateOptions, spark) -> pa.Table:

@@ -517,3 +517,51 @@ def poisson_paired_ar(baseline_sums, system_sums, baseline_swapped, system_swapp
     gaps[near] = _exact_gaps(trial_system[near], trial_baseline[near], config)
     return Paired(delta=delta, p_value=sacrebleu_p_value(gaps, abs(delta)), delta_ci_low=None,
                   delta_ci_high=None, test=PAIRED_AR_HASHED)
+
+
+# --- what a run asks for -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Resampling:
+    """Confidence intervals and paired tests asked for, as the job's options."""
+    confidence: bool = False
+    method: str = POISSON
+    n_bootstrap: int = DEFAULT_BOOTSTRAP_SAMPLES
+    seed: int = DEFAULT_SEED
+    paired_bs: bool = False
+    paired_ar: bool = False
+    baseline: Optional[str] = None
+    n_ar_trials: int = DEFAULT_AR_TRIALS
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise UsageError(f"unknown --bootstrap-method {self.method!r}; choose one of: "
+                             f"{', '.join(METHODS)}")
+        for name, value in (("--n-bootstrap", self.n_bootstrap), ("--n-ar-trials", self.n_ar_trials)):
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 100_000:
+                raise UsageError(f"{name} must be an integer from 1 to 100000, got {value!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise UsageError(f"--seed must be a non-negative integer, got {self.seed!r}")
+        if (self.paired_bs or self.paired_ar) and not self.baseline:
+            raise UsageError("--paired-bs and --paired-ar need --baseline SYSTEM")
+        if self.baseline and not (self.paired_bs or self.paired_ar):
+            raise UsageError("--baseline is only used with --paired-bs or --paired-ar")
+
+    @property
+    def active(self) -> bool:
+        return self.confidence or self.paired_bs or self.paired_ar
+
+    @property
+    def replicates(self) -> int:
+        """Bootstrap replicate sums the measurement must keep (poisson)."""
+        return self.n_bootstrap if self.method == POISSON and (self.confidence or self.paired_bs) else 0
+
+    @property
+    def trials(self) -> int:
+        """Approximate-randomization swap sums the measurement must keep (poisson)."""
+        return self.n_ar_trials if self.method == POISSON and self.paired_ar else 0
+
+    @property
+    def label(self) -> str:
+        """What the statistics table records: replicate sums of different draws never add up."""
+        return f"{POISSON}:{self.n_bootstrap}:{self.seed}" if self.replicates else ""

@@ -20,6 +20,8 @@ DEFAULTS = {
     "candidate_col": "candidate", "references_col": ["references"], "langpair_col": "langpair",
     "references": None, "join_on": None, "segment_key": None, "on_invalid": "fail",
     "progress_seconds": 30.0, "grouping_sets": None, "partition_by": None, "report": False,
+    "confidence": False, "bootstrap_method": "poisson", "n_bootstrap": 1000, "seed": 12345,
+    "paired_bs": False, "paired_ar": False, "baseline": None, "n_ar_trials": 10000,
 }
 
 
@@ -68,6 +70,12 @@ def _add_showing(parser) -> None:
     bleu.add_argument("--effective-order", action=argparse.BooleanOptionalAction, default=None,
                       help="leave out orders with no n-grams (off for corpus BLEU)")
     bleu.add_argument("--weights", help="comma-separated n-gram weights w1,...,wN (default: uniform)")
+    stats = parser.add_argument_group("confidence intervals and paired tests")
+    stats.add_argument("--confidence", action=argparse.BooleanOptionalAction, default=None,
+                       help="a bootstrap confidence interval per group")
+    stats.add_argument("--paired-bs", action=argparse.BooleanOptionalAction, default=None,
+                       help="paired bootstrap test of every system against --baseline")
+    stats.add_argument("--baseline", metavar="SYSTEM", help="the system paired tests compare against")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,6 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="lowercase candidates and references")
     bleu.add_argument("--max-ngram-order", type=int, help="highest n-gram order (default: 4)")
     bleu.add_argument("--spm-model", help="local SentencePiece model for flores101, flores200, spBLEU-1K")
+    resample = score.add_argument_group("resampling (with --confidence, --paired-bs, --paired-ar)")
+    resample.add_argument("--paired-ar", action=argparse.BooleanOptionalAction, default=None,
+                          help="paired approximate randomization test against --baseline")
+    resample.add_argument("--bootstrap-method", metavar="M", help="poisson (default: hashed weights, "
+                          "any scale) or sacrebleu (its own draws replayed; test-set sizes)")
+    resample.add_argument("--n-bootstrap", type=int, metavar="B", help="bootstrap resamples (default: 1000)")
+    resample.add_argument("--seed", type=int, help="resampling seed (default: 12345, sacrebleu's)")
+    resample.add_argument("--n-ar-trials", type=int, metavar="T",
+                          help="approximate randomization trials (default: 10000)")
     aggregate = commands.add_parser(
         "aggregate", help="score any grouping or slice of saved statistics, without the text",
         description="Score saved statistics (DIR/stats of a score run) at any coarser grouping "
@@ -177,7 +194,16 @@ def job_options(settings: dict):
         join_on=tuple(settings["join_on"] or ()), segment_key=tuple(settings["segment_key"] or ()),
         on_invalid=settings["on_invalid"], progress_seconds=settings["progress_seconds"],
         grouping_sets=settings["grouping_sets"], partition_by=tuple(settings["partition_by"] or ()),
-        report=bool(settings["report"]), config=config)
+        report=bool(settings["report"]), config=config, resampling=resampling_options(settings))
+
+
+def resampling_options(settings: dict):
+    from .bootstrap import Resampling
+
+    return Resampling(confidence=bool(settings["confidence"]), method=settings["bootstrap_method"],
+                      n_bootstrap=settings["n_bootstrap"], seed=settings["seed"],
+                      paired_bs=bool(settings["paired_bs"]), paired_ar=bool(settings["paired_ar"]),
+                      baseline=settings["baseline"], n_ar_trials=settings["n_ar_trials"])
 
 
 def aggregate_options(args: argparse.Namespace):
@@ -191,23 +217,53 @@ def aggregate_options(args: argparse.Namespace):
     return AggregateOptions(stats=args.stats, output=args.output, group_by=group_by,
                             grouping_sets=parse_grouping_sets(args.grouping_sets),
                             where=args.where, report=bool(args.report), engine=args.engine,
-                            config=config, weights=_weights(_csv(args.weights) if args.weights else None))
+                            config=config, weights=_weights(_csv(args.weights) if args.weights else None),
+                            confidence=bool(args.confidence), paired_bs=bool(args.paired_bs),
+                            baseline=args.baseline)
 
 
 def format_table(scores: List[dict], group_cols) -> str:
     group_cols = list(dict.fromkeys(c for c in group_cols if any(r.get(c) is not None for r in scores)))
     several = len({r["grouping"] for r in scores}) > 1
+    intervals = any(r.get("ci_low") is not None for r in scores)
     headers = [*group_cols, *(["grouping"] if several else []), "tokenize", "n_segments",
-               "n_rejected", "BLEU"]
+               "n_rejected", *(["95% CI"] if intervals else []), "BLEU"]
     rows = [[*("" if r[c] is None else str(r[c]) for c in group_cols),
              *([r["grouping"] or "()"] if several else []), str(r["tokenize"] or "-"),
-             str(r["n_segments"]), str(r["n_rejected"]), r["verbose"] or "(no scored rows)"]
+             str(r["n_segments"]), str(r["n_rejected"]),
+             *([_interval(r)] if intervals else []), r["verbose"] or "(no scored rows)"]
             for r in scores]
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
               for i, h in enumerate(headers)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip()
              for line in [headers, *rows]]
     return "\n".join(lines)
+
+
+def _interval(row: dict) -> str:
+    if row.get("ci_low") is None:
+        return "-"
+    return f"{row['ci_low']:.2f}-{row['ci_high']:.2f} (μ = {row['bs_mean']:.2f} ± {row['ci_halfwidth']:.2f})"
+
+
+def format_paired(paired: List[dict]) -> str:
+    """One line per comparison, starred below 0.05 as the report does."""
+    lines = []
+    for row in paired:
+        where = ", ".join(f"{k}={v}" for k, v in row.items()
+                          if k not in views_paired_fields() and v is not None)
+        star = "*" if row["p_value"] < 0.05 else " "
+        interval = (f"  [{row['delta_ci_low']:+.2f}, {row['delta_ci_high']:+.2f}]"
+                    if row.get("delta_ci_low") is not None else "")
+        lines.append(f"{row['test']:9s} {where}  {row['system']} vs {row['baseline']}: "
+                     f"delta {row['delta']:+.2f}  p = {row['p_value']:.4f}{star}{interval}")
+    return "\n".join(lines)
+
+
+def views_paired_fields():
+    from .views import PAIRED_TYPES
+
+    return {*PAIRED_TYPES, "method"}
 
 
 def run_score(args: argparse.Namespace) -> int:
@@ -222,6 +278,8 @@ def run_score(args: argparse.Namespace) -> int:
         spark.stop()
     print(format_table(result.scores, _shown_columns(result.scores)))
     rows = result.run["rows"]
+    if result.paired:
+        print("\n" + format_paired(result.paired))
     print(f"\nrows: read {rows['read']}, scored {rows['scored']}, rejected {rows['rejected']}"
           f"  |  signature: {_signatures(result.scores)}")
     for warning in result.run["warnings"]:
@@ -249,6 +307,8 @@ def run_aggregate(args: argparse.Namespace) -> int:
             spark.stop()
     print(format_table(result.scores, _shown_columns(result.scores)))
     rows = result.run["rows"]
+    if result.paired:
+        print("\n" + format_paired(result.paired))
     print(f"\nsegments: scored {rows['scored']}, rejected {rows['rejected']}"
           f"  |  signature: {_signatures(result.scores)}")
     print(f"wrote {options.output} in {result.run['timings']['total_s']:.1f} s")

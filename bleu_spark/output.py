@@ -30,7 +30,7 @@ MARKER = "_bleu_spark.json"
 SUCCESS = "_SUCCESS"
 RUN_FILE = "run.json"
 RUNS = "runs"
-TABLES = ("stats", "scores", "dashboard", "rejected")
+TABLES = ("stats", "scores", "dashboard", "paired", "rejected")
 OUTPUT_FORMAT = "bleu-spark output"
 # Partition values become folder names: types whose text form is unambiguous.
 PARTITION_TYPES = {"string": pa.string(), "large_string": pa.string(), "int8": pa.int8(),

@@ -29,14 +29,18 @@ METRIC = "bleu"
 
 # Rows may be summed only when all of these agree.
 MEASUREMENT = ("metric", "format_version", "sacrebleu_version", "tokenize", "tokenizer_signature",
-               "lowercase", "max_ngram_order")
+               "lowercase", "max_ngram_order", "resampling")
 # Summed when rows are added up; min_refs / max_refs are a min and a max.
 COUNTS = ("n_segments", "n_rejected", "n_reference_segments")
 REFS = ("min_refs", "max_refs")
+# Null on the plain sums; r on the sums weighted by bootstrap replicate r's hashed weights, t on
+# the sums over the segments approximate-randomization trial t swaps (poisson method).
+SAMPLES = ("replicate", "trial")
 
 _TYPES = {"metric": pa.string(), "format_version": pa.int32(), "sacrebleu_version": pa.string(),
           "tokenize": pa.string(), "tokenizer_signature": pa.string(), "lowercase": pa.bool_(),
-          "max_ngram_order": pa.int32(), "n_segments": pa.int64(), "n_rejected": pa.int64(),
+          "max_ngram_order": pa.int32(), "resampling": pa.string(),
+          "replicate": pa.int32(), "trial": pa.int32(), "n_segments": pa.int64(), "n_rejected": pa.int64(),
           "n_reference_segments": pa.int64(), "min_refs": pa.int32(), "max_refs": pa.int32()}
 
 
@@ -52,7 +56,7 @@ def _all_stat_names(table: pa.Table) -> set:
 
 def value_columns(table: pa.Table) -> list:
     """Every column that is not a group column."""
-    return [*MEASUREMENT, *COUNTS, *REFS, *stat_columns(table)]
+    return [*MEASUREMENT, *SAMPLES, *COUNTS, *REFS, *stat_columns(table)]
 
 
 def group_columns_of(table: pa.Table) -> list:
@@ -61,8 +65,10 @@ def group_columns_of(table: pa.Table) -> list:
 
 
 def measurement_columns(n_rows: int, tokenize: pa.Array, tokenizer_signature: pa.Array,
-                        lowercase: bool, max_ngram_order: int) -> Dict[str, pa.Array]:
-    """The measurement columns of rows measured by this installation."""
+                        lowercase: bool, max_ngram_order: int,
+                        resampling: str = "") -> Dict[str, pa.Array]:
+    """The measurement columns of rows measured by this installation. `resampling` names the
+    hashed replicate sums kept (`poisson:1000:12345`), '' when none."""
     def constant(name, value):
         return pa.array([value] * n_rows, _TYPES[name])
 
@@ -72,14 +78,19 @@ def measurement_columns(n_rows: int, tokenize: pa.Array, tokenizer_signature: pa
             "tokenize": tokenize.cast(pa.string()),
             "tokenizer_signature": tokenizer_signature.cast(pa.string()),
             "lowercase": constant("lowercase", lowercase),
-            "max_ngram_order": constant("max_ngram_order", max_ngram_order)}
+            "max_ngram_order": constant("max_ngram_order", max_ngram_order),
+            "resampling": constant("resampling", resampling)}
 
 
 def build(groups: Mapping[str, pa.Array], measurement: Mapping[str, pa.Array],
-          counts: Mapping[str, pa.Array], stats: Mapping[str, pa.Array]) -> pa.Table:
+          counts: Mapping[str, pa.Array], stats: Mapping[str, pa.Array],
+          samples: Optional[Mapping[str, pa.Array]] = None) -> pa.Table:
     """A statistics table from its parts, in the documented column order and types."""
     columns = dict(groups)
     columns.update({name: measurement[name].cast(_TYPES[name]) for name in MEASUREMENT})
+    n = len(next(iter(measurement.values())))
+    columns.update({name: (samples or {}).get(name, pa.nulls(n, _TYPES[name])).cast(_TYPES[name])
+                    for name in SAMPLES})
     columns.update({name: counts[name].cast(_TYPES[name]) for name in (*COUNTS, *REFS)})
     columns.update({name: values.cast(pa.int64()) for name, values in stats.items()})
     return pa.table(columns)
@@ -88,6 +99,7 @@ def build(groups: Mapping[str, pa.Array], measurement: Mapping[str, pa.Array],
 def summed(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     """Rows with equal `keys` added up: counts and statistics summed, min_refs a min, max_refs a
     max. Null keys form their own group, as in SQL's GROUP BY."""
+    keys = [*keys, *(c for c in SAMPLES if c not in keys)]
     ops = [(c, "sum") for c in (*COUNTS, *stat_columns(table))]
     ops += [("min_refs", "min"), ("max_refs", "max")]
     # n_reference_segments is null when segments had no keys: keep it null, not 0.
@@ -136,7 +148,7 @@ def read(path: str, where: Optional[str] = None) -> pa.Table:
                            partitioning=partitioning).to_table()
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"statistics at {path} are not readable Parquet: {exc}") from None
-    missing = [c for c in (*MEASUREMENT, *COUNTS, *REFS) if c not in table.column_names]
+    missing = [c for c in (*MEASUREMENT, *SAMPLES, *COUNTS, *REFS) if c not in table.column_names]
     if missing:
         raise InputNotFoundError(f"{path} is not a bleu-spark statistics table (no column "
                                  f"{', '.join(missing)})")

@@ -9,7 +9,9 @@ from typing import List, Optional, Sequence, Tuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import statstable
+import numpy as np
+
+from . import bootstrap, statstable
 from .config import AUTO, BleuConfig
 from .errors import IncompatibleStatisticsError, MixedTokenizerGroupError, UsageError
 from .scoring import build_result
@@ -19,6 +21,7 @@ from .stats import stats_names
 GroupingSet = Tuple[str, ...]
 
 GROUPING = "grouping"   # names the grouping set of a row, e.g. "langpair,system"
+SEGMENT_ORDER = "segment_order"  # a segment's rank in segment-key order, in a segments table
 RESULT_FIELDS = ("score", "counts", "totals", "precisions", "bp", "ratio", "sys_len", "ref_len",
                  "n_segments", "tokenize", "signature", "verbose")
 SCORE_TYPES = {"score": pa.float64(), "counts": pa.list_(pa.int64()),
@@ -26,9 +29,17 @@ SCORE_TYPES = {"score": pa.float64(), "counts": pa.list_(pa.int64()),
                "bp": pa.float64(), "ratio": pa.float64(), "sys_len": pa.int64(),
                "ref_len": pa.int64(), "n_segments": pa.int64(), "tokenize": pa.string(),
                "signature": pa.string(), "verbose": pa.string(), "n_rejected": pa.int64(),
-               "n_reference_segments": pa.int64(), "coverage": pa.float64()}
+               "n_reference_segments": pa.int64(), "coverage": pa.float64(),
+               "bs_mean": pa.float64(), "ci_low": pa.float64(), "ci_high": pa.float64(),
+               "ci_halfwidth": pa.float64(), "n_bootstrap": pa.int64(), "seed": pa.int64(),
+               "bootstrap_method": pa.string()}
+INTERVAL_FIELDS = ("bs_mean", "ci_low", "ci_high", "ci_halfwidth", "n_bootstrap", "seed",
+                   "bootstrap_method")
+PAIRED_TYPES = {"system": pa.string(), "baseline": pa.string(), "test": pa.string(),
+                "delta": pa.float64(), "p_value": pa.float64(), "delta_ci_low": pa.float64(),
+                "delta_ci_high": pa.float64()}
 DASHBOARD_FIELDS = ("metric", "score", "n_segments", "n_rejected", "n_reference_segments",
-                    "coverage", "signature", "tokenize", "run_id", "run_time")
+                    "coverage", "signature", "tokenize", "ci_low", "ci_high", "run_id", "run_time")
 # Names the job writes next to group columns: a group column may not be called one of them.
 RESERVED = frozenset([GROUPING, *SCORE_TYPES, *DASHBOARD_FIELDS, *statstable.MEASUREMENT,
                       *statstable.COUNTS, *statstable.REFS, "reason"])
@@ -52,18 +63,86 @@ def scoring_config(config: BleuConfig) -> BleuConfig:
     return dataclasses.replace(config, tokenize=AUTO, spm_model=None)
 
 
-def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig) -> List[dict]:
+def plain_sums(stats: pa.Table) -> pa.Table:
+    """The plain summed statistics (not the replicate or trial sums)."""
+    return stats.filter(pc.and_(pc.is_null(stats["replicate"]), pc.is_null(stats["trial"])))
+
+
+def _samples(stats: pa.Table, kind: str, keys) -> dict:
+    """Group key -> (samples x statistics) matrix of the `kind` ("replicate"/"trial") sums."""
+    rows = stats.filter(pc.is_valid(stats[kind]))
+    if not rows.num_rows:
+        return {}
+    sums = statstable.summed(rows, keys)
+    names = statstable.stat_columns(stats)
+    matrices: dict = {}
+    for row in sums.to_pylist():
+        matrices.setdefault(tuple(row[k] for k in keys), {})[row[kind]] = [row[n] for n in names]
+    return {key: np.array([by_index[i] for i in sorted(by_index)], np.int64)
+            for key, by_index in matrices.items()}
+
+
+def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
+               resampling: Optional[bootstrap.Resampling] = None,
+               segments: Optional[pa.Table] = None) -> List[dict]:
     """One score row per group of every grouping set, in set order, each set sorted by its
-    columns. Every column of any set is in every row (None where a set does not group by it)."""
+    columns. Every column of any set is in every row (None where a set does not group by it).
+    With `resampling.confidence`, each row also has its interval: from the replicate sums in
+    `stats` (poisson), or from `segments`, every segment's statistics (sacrebleu)."""
     all_cols = list(dict.fromkeys(c for s in sets for c in s))
+    plain = plain_sums(stats)
     rows = []
     for grouping_set in sets:
-        sums = statstable.summed(stats, [*grouping_set, *statstable.MEASUREMENT])
+        keys = [*grouping_set, *statstable.MEASUREMENT]
+        sums = statstable.summed(plain, keys)
         _check_one_measurement(sums, grouping_set)
         scored = [_score_row(r, grouping_set, all_cols, config) for r in sums.to_pylist()]
+        if resampling is not None and resampling.confidence:
+            _add_intervals(scored, sums, stats, segments, grouping_set, config, resampling)
         scored.sort(key=lambda r: tuple((r[c] is not None, r[c]) for c in grouping_set))
         rows.extend(scored)
     return rows
+
+
+def measured_config(config: BleuConfig, sums: dict) -> BleuConfig:
+    """The scoring choices with the measurement settings of one statistics row."""
+    return dataclasses.replace(scoring_config(config), lowercase=sums["lowercase"],
+                               max_ngram_order=sums["max_ngram_order"])
+
+
+def _add_intervals(rows: List[dict], sums: pa.Table, stats: pa.Table, segments, grouping_set,
+                   config: BleuConfig, resampling: bootstrap.Resampling) -> None:
+    keys = [*grouping_set, *statstable.MEASUREMENT]
+    replicates = _samples(stats, "replicate", keys) if resampling.method == bootstrap.POISSON else {}
+    for row, group in zip(rows, sums.to_pylist()):
+        if not row["n_segments"]:
+            continue
+        measured = measured_config(config, group)
+        key = tuple(group[k] for k in keys)
+        if resampling.method == bootstrap.POISSON:
+            interval = bootstrap.poisson_interval(
+                row["score"], bootstrap.scores_of_sums(replicates[key], measured), resampling.seed)
+        else:
+            interval = bootstrap.sacrebleu_interval(
+                segment_matrix(segments, grouping_set, group), measured,
+                resampling.n_bootstrap, resampling.seed)
+        row.update(interval.to_dict())
+        fields = bootstrap.bootstrap_signature(resampling.method, resampling.n_bootstrap,
+                                               resampling.seed)
+        row["signature"] = bootstrap.with_bootstrap_fields(row["signature"], fields)
+
+
+def segment_matrix(segments: pa.Table, grouping_set: GroupingSet, group: dict) -> np.ndarray:
+    """The statistics of a group's segments, in segment-key order (sacrebleu's line order)."""
+    mask = pa.array([True] * segments.num_rows)
+    for column in grouping_set:
+        value = group[column]
+        mask = pc.and_(mask, pc.is_null(segments[column]) if value is None
+                       else pc.fill_null(pc.equal(segments[column], value), False))
+    mask = pc.and_(mask, pc.equal(segments["tokenize"], group["tokenize"]))
+    rows = segments.filter(mask).sort_by([(SEGMENT_ORDER, "ascending")])
+    names = stats_names(group["max_ngram_order"])
+    return np.column_stack([rows[n].to_numpy() for n in names]).astype(np.int64)
 
 
 def _check_one_measurement(sums: pa.Table, grouping_set: GroupingSet) -> None:
@@ -112,6 +191,80 @@ def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: BleuConf
     return row
 
 
+def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
+                resampling: bootstrap.Resampling, segments: Optional[pa.Table] = None,
+                system_col: str = "system") -> Tuple[List[dict], List[str]]:
+    """Paired tests of every system against the baseline, within each group of the other columns
+    of the first grouping set holding `system_col` (e.g. each testset x langpair), and warnings
+    for comparison groups the baseline is missing from."""
+    grouping_set = next((s for s in sets if system_col in s), None)
+    if grouping_set is None:
+        raise UsageError(f"paired tests compare systems: {system_col} must be a group column")
+    others = [c for c in grouping_set if c != system_col]
+    keys = [*grouping_set, *statstable.MEASUREMENT]
+    sums = statstable.summed(plain_sums(stats), keys)
+    _check_one_measurement(sums, grouping_set)
+    poisson = resampling.method == bootstrap.POISSON
+    replicates = _samples(stats, "replicate", keys) if poisson and resampling.paired_bs else {}
+    trials = _samples(stats, "trial", keys) if poisson and resampling.paired_ar else {}
+    names = statstable.stat_columns(stats)
+    by_comparison: dict = {}
+    for row in sums.to_pylist():
+        if row["n_segments"]:
+            by_comparison.setdefault(tuple(row[c] for c in others), {})[row[system_col]] = row
+    results, warnings = [], []
+    for comparison, systems in sorted(by_comparison.items(), key=lambda kv: str(kv[0])):
+        where = dict(zip(others, comparison))
+        base = systems.get(resampling.baseline)
+        if base is None:
+            warnings.append(f"no baseline {resampling.baseline!r} in "
+                            f"{', '.join(f'{k}={v}' for k, v in where.items()) or 'the table'}: "
+                            f"no paired tests there")
+            continue
+        for system, row in sorted(systems.items(), key=lambda kv: str(kv[0])):
+            if system == resampling.baseline:
+                continue
+            tests = _paired(base, row, keys, names, config, resampling, segments, grouping_set,
+                            replicates, trials)
+            results += [{**where, "system": system, "baseline": resampling.baseline, **t}
+                        for t in tests]
+    return results, warnings
+
+
+def _paired(base: dict, row: dict, keys, names, config, resampling, segments, grouping_set,
+            replicates, trials) -> List[dict]:
+    measured = measured_config(config, row)
+    key = lambda r: tuple(r[k] for k in keys)
+    vector = lambda r: np.array([r[n] for n in names], np.int64)
+    done = []
+    if resampling.paired_bs:
+        if resampling.method == bootstrap.POISSON:
+            result = bootstrap.poisson_paired_bs(vector(base), replicates[key(base)], vector(row),
+                                                 replicates[key(row)], measured)
+        else:
+            result = bootstrap.sacrebleu_paired_bs(
+                segment_matrix(segments, grouping_set, base), segment_matrix(segments, grouping_set, row),
+                measured, resampling.n_bootstrap, resampling.seed)
+        done.append({**result.to_dict(), "test": bootstrap.PAIRED_BS})
+    if resampling.paired_ar:
+        if resampling.method == bootstrap.POISSON:
+            result = bootstrap.poisson_paired_ar(vector(base), vector(row), trials[key(base)],
+                                                 trials[key(row)], measured)
+        else:
+            result = bootstrap.sacrebleu_paired_ar(
+                segment_matrix(segments, grouping_set, base), segment_matrix(segments, grouping_set, row),
+                measured, resampling.n_ar_trials, resampling.seed)
+        done.append({**result.to_dict(), "test": bootstrap.PAIRED_AR})
+    return [dict(t, method=resampling.method) for t in done]
+
+
+def paired_table(rows: List[dict], fields: Sequence[pa.Field]) -> pa.Table:
+    columns = {f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in fields}
+    columns.update({c: pa.array([r.get(c) for r in rows], t) for c, t in PAIRED_TYPES.items()})
+    columns["method"] = pa.array([r.get("method") for r in rows], pa.string())
+    return pa.table(columns)
+
+
 def group_fields(stats: pa.Table, sets: Sequence[GroupingSet]) -> List[pa.Field]:
     """The group columns of the score rows, typed as in the statistics table."""
     names = dict.fromkeys(c for s in sets for c in s)
@@ -121,7 +274,8 @@ def group_fields(stats: pa.Table, sets: Sequence[GroupingSet]) -> List[pa.Field]
 def scores_table(rows: List[dict], fields: Sequence[pa.Field]) -> pa.Table:
     columns = {f.name: pa.array([r[f.name] for r in rows], f.type) for f in fields}
     columns[GROUPING] = pa.array([r[GROUPING] for r in rows], pa.string())
-    columns.update({c: pa.array([r.get(c) for r in rows], t) for c, t in SCORE_TYPES.items()})
+    columns.update({c: pa.array([r.get(c) for r in rows], t) for c, t in SCORE_TYPES.items()
+                    if c not in INTERVAL_FIELDS or any(r.get(c) is not None for r in rows)})
     return pa.table(columns)
 
 
@@ -141,8 +295,8 @@ def dashboard_table(rows: List[dict], fields: Sequence[pa.Field], run_id: str,
             columns[f"{kind}_{n + 1}"] = pa.array(
                 [r[field][n] if r[field] and n < len(r[field]) else None for r in rows], pa.int64())
     for name in ("n_segments", "n_rejected", "n_reference_segments", "coverage", "signature",
-                 "tokenize"):
-        columns[name] = pa.array([r[name] for r in rows], SCORE_TYPES[name])
+                 "tokenize", "ci_low", "ci_high"):
+        columns[name] = pa.array([r.get(name) for r in rows], SCORE_TYPES[name])
     columns["run_id"] = pa.array([run_id] * len(rows), pa.string())
     columns["run_time"] = pa.array([run_time] * len(rows), pa.string())
     return pa.table(columns)
@@ -157,29 +311,40 @@ def report_set(sets: Sequence[GroupingSet], partition_by: Sequence[str] = ()) ->
 
 def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
                 partition_by: Sequence[str] = (), run: Optional[dict] = None,
-                title: str = "bleu-spark report") -> str:
-    """The report page of a statistics table: the report set over all of it, and when the table
-    is partitioned, the same set per value of the first partition column (a line over time)."""
+                title: str = "bleu-spark report", resampling: Optional[bootstrap.Resampling] = None,
+                segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None) -> str:
+    """The report page of a statistics table: the report set over all of it (with intervals
+    when they were measured), and when the table is partitioned, the same set per value of the
+    first partition column (a line over time)."""
     from .report import render_report
 
     shown = report_set(sets, partition_by)
-    scores = score_sets(stats, [shown], config)
+    scores = score_sets(stats, [shown], config, resampling, segments)
     history, time_col = None, None
     if partition_by:
         time_col = partition_by[0]
         history = score_sets(stats, [(time_col, *shown)], config)
     return render_report(scores, group_cols=list(shown), title=title, run=run,
-                         history=history, time_col=time_col)
+                         history=history, time_col=time_col, paired=paired)
 
 
 def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[GroupingSet],
-                config: BleuConfig, run: dict, report: bool) -> None:
+                config: BleuConfig, run: dict, report: bool,
+                resampling: Optional[bootstrap.Resampling] = None,
+                segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None) -> None:
     """The tables and files every result holds, from its statistics and their scores. A
-    partitioned folder's report is drawn after the commit, over all its partitions."""
+    partitioned folder's report is drawn after the commit, over all its partitions. The trial
+    sums of approximate randomization are not kept: they serve this run's paired tests only."""
     fields = group_fields(stats, sets)
-    output.write_table("stats", stats)
+    output.write_table("stats", stats.filter(pc.is_null(stats["trial"])))
     output.write_table("scores", scores_table(scores, fields))
     output.write_table("dashboard", dashboard_table(scores, fields, run["run_id"], run["run_time"]))
     output.write_json("scores.json", scores)
+    if paired is not None:
+        compared = [f for f in fields if any(f.name in r for r in paired) and f.name != "system"]
+        output.write_table("paired", paired_table(paired, compared))
+        output.write_json("paired.json", paired)
     if report and not output.partition_by:
-        output.write_bytes("report.html", report_html(stats, sets, config, run=run).encode())
+        page = report_html(stats, sets, config, run=run, resampling=resampling,
+                           segments=segments, paired=paired)
+        output.write_bytes("report.html", page.encode())

@@ -12,6 +12,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyspark
 from pyspark import SparkConf
 from pyspark.errors import PySparkRuntimeError
@@ -20,18 +21,22 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import __version__, output as out, statstable, views
+from .. import __version__, bootstrap, output as out, statstable, views
 from ..config import AUTO, BleuConfig
 from ..errors import InvalidRowsError, UsageError
 from ..stats import stats_names
 from . import inputs, io
 from .progress import Progress
-from .stats import (MAX_REFS, MIN_REFS, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
-                    output_schema, partial_sums, rejected_rows, rejected_schema, statistics_table)
+from .stats import (MAX_REFS, MIN_REFS, N_SEGMENTS, REASON, REPLICATE, TOKENIZE, TRIAL,
+                    PartitionPlan, output_schema, partial_sums, rejected_rows, rejected_schema,
+                    statistics_table)
 
 DEFAULT_GROUP_BY = ("system", "langpair")
 ON_INVALID = ("fail", "quarantine")
 EXAMPLES_SHOWN = 5
+SEGMENT_HASH = "_segment_hash"   # what a segment's bootstrap weights are drawn from
+# sacrebleu's own resampling brings every segment's statistics to the driver: test-set sizes.
+MAX_SACREBLEU_ROWS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -51,8 +56,13 @@ class JobOptions:
     on_invalid: str = "fail"
     progress_seconds: float = 30.0                      # 0: no progress lines
     config: BleuConfig = field(default_factory=BleuConfig)
+    resampling: bootstrap.Resampling = field(default_factory=bootstrap.Resampling)
 
     def __post_init__(self):
+        if self.resampling.method == bootstrap.SACREBLEU and self.resampling.active \
+                and not (self.segment_key or self.join_on):
+            raise UsageError("--bootstrap-method sacrebleu needs --segment-key or --join-on: "
+                             "the segment order sacrebleu resamples in")
         if self.on_invalid not in ON_INVALID:
             raise UsageError(f"unknown --on-invalid policy {self.on_invalid!r}; "
                              f"choose one of: {', '.join(ON_INVALID)}")
@@ -68,6 +78,7 @@ class JobResult:
     scores: List[dict]                 # one row per group of every grouping set
     run: dict                          # what run.json holds
     stats: Optional[pa.Table] = None   # the statistics table the scores come from
+    paired: Optional[List[dict]] = None  # paired tests against the baseline, when asked for
 
 
 def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...]:
@@ -107,21 +118,30 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     if auto:
         rules.append(io.ColumnRule(options.langpair_col, "string", io.is_string))
     io.check_columns(schema, rules)
+    resampling = options.resampling
+    poisson = resampling.active and resampling.method == bootstrap.POISSON
+    per_segment = (tuple(c for c in (*options.join_on, *options.segment_key) if c not in group_cols)
+                   if resampling.active and not poisson else ())
     return PartitionPlan(config=config, group_cols=group_cols,
                          candidate_col=options.candidate_col, references_col=inputs.REFERENCES,
                          langpair_col=options.langpair_col if auto else None,
-                         reason_col=inputs.ROW_REASON)
+                         reason_col=inputs.ROW_REASON,
+                         segment_hash_col=SEGMENT_HASH if poisson else None,
+                         replicates=resampling.replicates, trials=resampling.trials,
+                         seed=resampling.seed, per_segment=tuple(dict.fromkeys(per_segment)))
 
 
 def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> DataFrame:
     """One row per (group, tokenizer, reason) over the whole input: the only wide step."""
-    needed = list(dict.fromkeys([*plan.group_cols, plan.candidate_col, plan.references_col,
+    needed = list(dict.fromkeys([*plan.group_cols, *plan.per_segment, plan.candidate_col,
+                                 plan.references_col,
                                  *([plan.langpair_col] if plan.langpair_col else []),
+                                 *([plan.segment_hash_col] if plan.segment_hash_col else []),
                                  plan.reason_col]))
     narrow = df.select(*needed)
     partials = narrow.mapInArrow(partial_sums(plan, *accumulators), output_schema(plan, narrow.schema))
     stats = stats_names(plan.config.max_ngram_order)
-    return partials.groupBy(*plan.group_cols, TOKENIZE, REASON).agg(
+    return partials.groupBy(*plan.keys, REPLICATE, TRIAL).agg(
         F.sum(N_SEGMENTS).alias(N_SEGMENTS), F.min(MIN_REFS).alias(MIN_REFS),
         F.max(MAX_REFS).alias(MAX_REFS), *[F.sum(s).alias(s) for s in stats])
 
@@ -139,7 +159,8 @@ def score_dataframe(df: DataFrame, config: Optional[BleuConfig] = None,
     options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
                          config=config or BleuConfig(**bleu), **job)
     measurement = Measurement(df.sparkSession, df, options)
-    return views.score_sets(measurement.stats, measurement.sets, options.config)
+    return views.score_sets(measurement.stats, measurement.sets, options.config,
+                            options.resampling, measurement.segments)
 
 
 def _rejection_summary(rejected: Counter) -> str:
@@ -157,15 +178,33 @@ class Measurement:
         self.sets = grouping_sets(options, df.columns)
         self.input = inputs.scoring_input(spark, df, options, self.plan.group_cols,
                                           self.plan.langpair_col)
-        partials = partial_sums_frame(self.input.frame, self.plan, rows_done,
-                                      self.references_tokenized).toArrow()
+        partials = partial_sums_frame(self._with_segment_hash(self.input.frame), self.plan,
+                                      rows_done, self.references_tokenized).toArrow()
         self.rejected = Counter()
         for row in partials.filter(partials[REASON].is_valid()).select([REASON, N_SEGMENTS]).to_pylist():
             self.rejected[row[REASON]] += row[N_SEGMENTS]
-        self.stats = statistics_table(partials, self.plan)
+        self.stats = statistics_table(partials, self.plan, options.resampling.label)
+        self.segments = self._segments(partials) if self.plan.per_segment else None
         self.warnings = self._add_coverage()
         if self.rejected and options.on_invalid == "fail":
             raise InvalidRowsError(self._failure_message())
+
+    def _with_segment_hash(self, frame: DataFrame) -> DataFrame:
+        """The hash a segment's weights come from: of its key, the same for every system that
+        translated it (so tests are paired); of its references when segments have no key."""
+        if not self.plan.segment_hash_col:
+            return frame
+        key = self.input.segment_key or (inputs.REFERENCES,)
+        return frame.withColumn(self.plan.segment_hash_col, F.xxhash64(*key))
+
+    def _segments(self, partials: pa.Table) -> pa.Table:
+        """Every scored segment's statistics with its rank in segment-key order (sacrebleu)."""
+        scored = partials.filter(pc.is_null(partials[REASON]))
+        order = pc.sort_indices(scored, [(c, "ascending") for c in self.plan.per_segment])
+        rank = np.empty(len(order), np.int64)
+        rank[order.to_numpy()] = np.arange(len(order))
+        columns = [*self.plan.group_cols, TOKENIZE, *stats_names(self.plan.config.max_ngram_order)]
+        return scored.select(columns).append_column(views.SEGMENT_ORDER, pa.array(rank))
 
     def rejected_frame(self) -> DataFrame:
         frame = self.input.frame
@@ -192,7 +231,7 @@ class Measurement:
         self.stats = self.stats.set_column(index, "n_reference_segments", pa.array(expected, pa.int64()))
         warnings = []
         for row, n in zip(rows, expected):
-            if n and row["n_segments"] < n:
+            if n and row["n_segments"] < n and row["replicate"] is None and row["trial"] is None:
                 group = ", ".join(f"{c}={row[c]}" for c in self.plan.group_cols)
                 warnings.append(f"{group}: {row['n_segments']} of {n} segments scored "
                                 f"(coverage {100 * row['n_segments'] / n:.1f}%)")
@@ -232,9 +271,19 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         job_group = f"bleu-spark-{run_id}"
         spark.sparkContext.setJobGroup(job_group, "bleu-spark score")
         rows_read = df.count()  # from Parquet footers: cheap, and checked against the scoring pass
+        resampling = options.resampling
+        if resampling.active and resampling.method == bootstrap.SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
+            raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
+                             f"{rows_read} rows is more than {MAX_SACREBLEU_ROWS}; use poisson")
         with Progress(spark, rows_read, options.progress_seconds) as progress:
             measurement = Measurement(spark, df, options, progress.rows)
-        scores = views.score_sets(measurement.stats, measurement.sets, options.config)
+        scores = views.score_sets(measurement.stats, measurement.sets, options.config,
+                                  resampling, measurement.segments)
+        paired = None
+        if resampling.paired_bs or resampling.paired_ar:
+            paired, missing = views.paired_rows(measurement.stats, measurement.sets, options.config,
+                                                resampling, measurement.segments)
+            measurement.warnings += missing
         timings = {"score_s": time.time() - started}
         run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id)
         if output:
@@ -242,8 +291,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             if measurement.rejected:
                 measurement.rejected_frame().write.partitionBy(*options.partition_by) \
                     .parquet(output.staging_uri + "/rejected")
-            views.write_views(output, measurement.stats, scores, measurement.sets, options.config, run,
-                        report=options.report)
+            views.write_views(output, measurement.stats, scores, measurement.sets, options.config,
+                              run, options.report, resampling, measurement.segments, paired)
             timings["write_s"] = time.time() - write_start
         timings["total_s"] = time.time() - started
         run["timings"] = timings
@@ -251,10 +300,11 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             output.commit(run)
             if options.report and options.partition_by:
                 # The report of a partitioned folder covers every partition it holds.
+                hashed = resampling if resampling.method == bootstrap.POISSON else None
                 page = views.report_html(statstable.read(options.output), measurement.sets,
-                                         options.config, options.partition_by, run)
+                                         options.config, options.partition_by, run, resampling=hashed)
                 out.replace_file(options.output, "report.html", page.encode())
-        return JobResult(scores=scores, run=run, stats=measurement.stats)
+        return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)
     except BaseException:
         if output:
             output.abort()
@@ -264,7 +314,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
 def run_record(spark: SparkSession, options: JobOptions, measurement: Measurement,
                scores: List[dict], job_group: str, rows_read: int, run_id: str) -> dict:
     """What run.json holds: the effective configuration, the row accounting, versions, tasks."""
-    n_scored = sum(measurement.stats["n_segments"].to_pylist())
+    n_scored = sum(views.plain_sums(measurement.stats)["n_segments"].to_pylist())
     n_rejected = sum(measurement.rejected.values())
     if rows_read != n_scored + n_rejected:  # counted apart from the scoring pass: a bug if unequal
         raise RuntimeError(f"row accounting broken: read {rows_read}, scored {n_scored}, "
@@ -280,6 +330,7 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
         "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
                     "langpair": options.langpair_col},
         "on_invalid": options.on_invalid, "config": asdict(options.config),
+        "resampling": asdict(options.resampling) if options.resampling.active else None,
         "rows": {"read": rows_read, "scored": n_scored, "rejected": n_rejected,
                  "rejected_by_reason": dict(sorted(measurement.rejected.items()))},
         "unmatched_reference_segments": measurement.unmatched_references(),

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-from .. import statstable
+from .. import bootstrap, statstable
 from ..config import BleuConfig
 from ..rows import rejection_reasons
 from ..stats import segment_statistics, stats_names, stats_width
@@ -26,6 +26,7 @@ REASON = "reason"
 N_SEGMENTS = "n_segments"
 MIN_REFS = "min_refs"
 MAX_REFS = "max_refs"
+REPLICATE, TRIAL = statstable.SAMPLES  # which replicate or trial sum a row is; null: plain sums
 
 
 @dataclass(frozen=True)
@@ -36,14 +37,26 @@ class PartitionPlan:
     references_col: str            # array<string>, already normalized by the reader
     langpair_col: Optional[str]    # read only for automatic tokenizer choice
     reason_col: Optional[str] = None  # reasons found across rows (joins, duplicates), or null
+    # Resampling: the segment hash column, and how many hashed replicate / trial sums to keep.
+    segment_hash_col: Optional[str] = None
+    replicates: int = 0
+    trials: int = 0
+    seed: int = 0
+    # sacrebleu's own resampling needs every segment's statistics: rows kept per segment key.
+    per_segment: Tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> Tuple[str, ...]:
+        return (*self.group_cols, *self.per_segment, TOKENIZE, REASON)
 
     def tokenizer_for(self, langpair: Optional[str]) -> str:
         return self.config.tokenizer_for(langpair)
 
 
 def output_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.StructType:
-    fields = [input_schema[c] for c in plan.group_cols]
+    fields = [input_schema[c] for c in (*plan.group_cols, *plan.per_segment)]
     fields += [T.StructField(TOKENIZE, T.StringType()), T.StructField(REASON, T.StringType()),
+               T.StructField(REPLICATE, T.IntegerType()), T.StructField(TRIAL, T.IntegerType()),
                T.StructField(N_SEGMENTS, T.LongType()), T.StructField(MIN_REFS, T.IntegerType()),
                T.StructField(MAX_REFS, T.IntegerType())]
     fields += [T.StructField(name, T.LongType()) for name in stats_names(plan.config.max_ngram_order)]
@@ -75,6 +88,7 @@ def _tokenizer_names(batch: pa.RecordBatch, plan: PartitionPlan) -> pa.Array:
 
 def _sums_by_key(table: pa.Table, keys) -> pa.Table:
     """Rows of partial sums with equal keys merged into one (a few rows per batch)."""
+    keys = [*keys, *(c for c in (REPLICATE, TRIAL) if c in table.column_names)]
     ops = {name: "sum" for name in table.column_names if name not in keys}
     ops.update({MIN_REFS: "min", MAX_REFS: "max"})
     merged = table.group_by(list(keys), use_threads=False).aggregate(list(ops.items()))
@@ -89,10 +103,11 @@ class _PartitionSums:
 
     def __init__(self, plan: PartitionPlan):
         self.plan = plan
-        self.keys = (*plan.group_cols, TOKENIZE, REASON)
+        self.keys = plan.keys
         self.tokenizers: Dict[str, LineTokenizer] = {}
         self.references_tokenized = 0
         self.pending = []
+        self.samples = _SampleSums(plan) if plan.replicates or plan.trials else None
 
     def tokenizer(self, name: str) -> LineTokenizer:
         if name not in self.tokenizers:
@@ -113,7 +128,9 @@ class _PartitionSums:
                                           self.tokenizer(name), order)
             stats[rows], n_refs[rows] = segments.stats, segments.n_refs
             self.references_tokenized += segments.references_tokenized
-        columns = [batch.column(c) for c in plan.group_cols] + [names, reasons]
+        if self.samples:
+            self.samples.add(batch, scored, names, stats)
+        columns = [batch.column(c) for c in (*plan.group_cols, *plan.per_segment)] + [names, reasons]
         columns += [pa.array(np.ones(batch.num_rows, np.int64)), pa.array(n_refs), pa.array(n_refs)]
         columns += [pa.array(stats[:, i]) for i in range(stats.shape[1])]
         table = pa.table(columns, names=[*self.keys, N_SEGMENTS, MIN_REFS, MAX_REFS, *stats_names(order)])
@@ -122,7 +139,79 @@ class _PartitionSums:
             self.pending = [self.result()]
 
     def result(self) -> pa.Table:
-        return _sums_by_key(pa.concat_tables(self.pending), self.keys)
+        plain = _sums_by_key(pa.concat_tables(self.pending), self.keys)
+        plain = plain.append_column(REPLICATE, pa.nulls(len(plain), pa.int32())) \
+                     .append_column(TRIAL, pa.nulls(len(plain), pa.int32()))
+        # in output_schema's order: Spark takes the columns by position
+        plain = plain.select([*self.keys, REPLICATE, TRIAL, N_SEGMENTS, MIN_REFS, MAX_REFS,
+                              *stats_names(self.plan.config.max_ngram_order)])
+        if not self.samples:
+            return plain
+        return pa.concat_tables([plain, self.samples.table(plain.schema)])
+
+
+class _SampleSums:
+    """Per group of a partition, the replicate sums (statistics weighted by each segment's
+    hashed Poisson(1) weights) and the trial sums (statistics of the segments each trial swaps).
+    Both are linear, so partitions, days and slices add up like the plain sums."""
+
+    def __init__(self, plan: PartitionPlan):
+        self.plan = plan
+        self.replicates: Dict[tuple, np.ndarray] = {}
+        self.trials: Dict[tuple, np.ndarray] = {}
+
+    def add(self, batch: pa.RecordBatch, scored: pa.Array, names: pa.Array, stats: np.ndarray) -> None:
+        plan = self.plan
+        rows = np.flatnonzero(scored.to_numpy(zero_copy_only=False))
+        if not len(rows):
+            return
+        hashes = batch.column(plan.segment_hash_col).to_numpy(zero_copy_only=False)[rows]
+        keys = pa.table({**{c: batch.column(c).take(rows) for c in plan.group_cols},
+                         TOKENIZE: names.take(rows), "_row": np.arange(len(rows))})
+        groups = keys.group_by([*plan.group_cols, TOKENIZE], use_threads=False).aggregate([("_row", "list")])
+        scored_stats = stats[rows]
+        for group in groups.to_pylist():
+            index = np.asarray(group.pop("_row_list"))
+            key = tuple(group[c] for c in (*plan.group_cols, TOKENIZE))
+            if plan.replicates:
+                weights = bootstrap.poisson_weights(hashes[index], plan.seed, plan.replicates)
+                _add_into(self.replicates, key, bootstrap.replicate_sums(scored_stats[index], weights))
+            if plan.trials:
+                swaps = bootstrap.ar_swaps(hashes[index], plan.seed, plan.trials).view(np.uint8)
+                _add_into(self.trials, key, bootstrap.replicate_sums(scored_stats[index], swaps))
+
+    def table(self, schema: pa.Schema) -> pa.Table:
+        """One row per (group, replicate) and (group, trial), in the plain rows' schema."""
+        parts = [self._rows(sums, schema, kind) for kind, sums in
+                 ((REPLICATE, self.replicates), (TRIAL, self.trials)) if sums]
+        return pa.concat_tables(parts) if parts else schema.empty_table()
+
+    def _rows(self, sums: Dict[tuple, np.ndarray], schema: pa.Schema, kind: str) -> pa.Table:
+        plan = self.plan
+        keys = list(sums)
+        count = len(next(iter(sums.values())))
+        repeat = np.repeat(np.arange(len(keys)), count)
+        matrix = np.concatenate([sums[k] for k in keys])
+        columns = {}
+        for i, name in enumerate((*plan.group_cols, TOKENIZE)):
+            columns[name] = pa.array([k[i] for k in keys], schema.field(name).type).take(repeat)
+        n = len(repeat)
+        columns.update({c: pa.nulls(n, schema.field(c).type) for c in (*plan.per_segment, REASON)})
+        columns.update({N_SEGMENTS: pa.array(np.zeros(n, np.int64)), MIN_REFS: pa.nulls(n, pa.int32()),
+                        MAX_REFS: pa.nulls(n, pa.int32())})
+        for i, name in enumerate(stats_names(plan.config.max_ngram_order)):
+            columns[name] = pa.array(matrix[:, i])
+        index = pa.array(np.tile(np.arange(count, dtype=np.int32), len(keys)))
+        columns[REPLICATE] = index if kind == REPLICATE else pa.nulls(n, pa.int32())
+        columns[TRIAL] = index if kind == TRIAL else pa.nulls(n, pa.int32())
+        return pa.table({f.name: columns[f.name].cast(f.type) for f in schema})
+
+
+def _add_into(sums: Dict[tuple, np.ndarray], key: tuple, values: np.ndarray) -> None:
+    if key in sums:
+        sums[key] += values
+    else:
+        sums[key] = values.astype(np.int64)
 
 
 def partial_sums(plan: PartitionPlan, rows_done=None, references_tokenized=None):
@@ -164,7 +253,7 @@ def rejected_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.Struct
     return T.StructType(fields + [T.StructField(REASON, T.StringType())])
 
 
-def statistics_table(partials: pa.Table, plan: PartitionPlan) -> pa.Table:
+def statistics_table(partials: pa.Table, plan: PartitionPlan, resampling: str = "") -> pa.Table:
     """The reduced partial sums (one row per group, tokenizer and reason) as a statistics table:
     one row per group, scored and rejected rows counted apart."""
     config = plan.config
@@ -181,7 +270,9 @@ def statistics_table(partials: pa.Table, plan: PartitionPlan) -> pa.Table:
                   for name in pc.unique(names).to_pylist()}
     measurement = statstable.measurement_columns(
         len(partials), names, pa.array([signatures[t] for t in names.to_pylist()], pa.string()),
-        config.lowercase, config.max_ngram_order)
+        config.lowercase, config.max_ngram_order, resampling)
     stats = {name: partials[name] for name in stats_names(config.max_ngram_order)}
-    table = statstable.build({c: partials[c] for c in plan.group_cols}, measurement, counts, stats)
+    samples = {c: partials[c] for c in statstable.SAMPLES}
+    table = statstable.build({c: partials[c] for c in plan.group_cols}, measurement, counts, stats,
+                             samples)
     return statstable.summed(table, [*plan.group_cols, *statstable.MEASUREMENT])
