@@ -1,0 +1,123 @@
+"""Confidence intervals and paired tests through the job, on Spark: sacrebleu's own draws replayed
+exactly, and hashed Poisson replicates that do not depend on partitioning, order or slicing."""
+import random
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+
+from bleu_spark import BleuConfig, bootstrap
+from bleu_spark.aggregate import AggregateOptions, run_aggregate
+from bleu_spark.bootstrap import Resampling
+from bleu_spark.spark.job import JobOptions, run_job, score_dataframe
+from conftest import SAMPLE
+from test_bootstrap import sacrebleu_bounds, sacrebleu_metric, sacrebleu_paired, sample_systems
+from test_scheduled import generated_week, score_days
+from bleu_spark.oracle import reference_streams
+
+pytestmark = pytest.mark.spark
+
+TOLERANCE = 1e-9
+SEGMENT_KEY = ("testset", "langpair", "seg_id")
+INTERVAL = ("bs_mean", "ci_low", "ci_high", "ci_halfwidth")
+
+
+@pytest.mark.parametrize("langpair", ["en-de", "zh-en"])
+def test_sacrebleu_method_equals_sacrebleu_for_every_system(spark, tmp_path, monkeypatch, langpair):
+    systems = sample_systems(langpair)
+    names = sorted(systems)
+    baseline = names[0]
+    path = str(tmp_path / "in.parquet")
+    pq.write_table(pq.read_table(SAMPLE, filters=[("langpair", "=", langpair)]), path)
+    resampling = Resampling(confidence=True, method=bootstrap.SACREBLEU, paired_bs=True,
+                            paired_ar=True, baseline=baseline, n_ar_trials=1000)
+    result = run_job(spark, JobOptions(input=path, segment_key=SEGMENT_KEY, resampling=resampling,
+                                       progress_seconds=0))
+    monkeypatch.setenv("SACREBLEU_SEED", "12345")
+    metric = sacrebleu_metric(BleuConfig(), "13a")
+    references = [row["references"] for row in systems[baseline]]
+    paired = {(r["system"], r["test"]): r for r in result.paired}
+    assert len(paired) == 2 * (len(names) - 1)
+    for row in result.scores:
+        hypotheses = [r["candidate"] for r in systems[row["system"]]]
+        theirs = metric.corpus_score(hypotheses, reference_streams(references), n_bootstrap=1000)
+        assert row["bs_mean"] == pytest.approx(theirs._mean, abs=TOLERANCE)
+        assert row["ci_halfwidth"] == pytest.approx(theirs._ci, abs=TOLERANCE)
+        low, high = sacrebleu_bounds(hypotheses, references, BleuConfig(), 1000)
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), abs=TOLERANCE)
+        assert row["signature"].startswith(f"nrefs:{theirs_nrefs(references)}|bs:1000|seed:12345|case")
+        if row["system"] == baseline:
+            continue
+        base = [r["candidate"] for r in systems[baseline]]
+        for test, trials in (("bs", 1000), ("ar", 1000)):
+            _, bl, sys_result = sacrebleu_paired(base, hypotheses, references, BleuConfig(), test, trials)
+            ours = paired[row["system"], f"paired-{test}"]
+            assert ours["delta"] == pytest.approx(sys_result.score - bl.score, abs=TOLERANCE)
+            assert ours["p_value"] == pytest.approx(sys_result.p_value, abs=TOLERANCE)
+
+
+def theirs_nrefs(references):
+    return len(references[0])
+
+
+def poisson_scores(frame, **options):
+    resampling = Resampling(confidence=True, paired_bs=True, baseline="Online-B", n_bootstrap=200)
+    return score_dataframe(frame, segment_key=SEGMENT_KEY, resampling=resampling, **options)
+
+
+def test_poisson_intervals_do_not_depend_on_partitions_or_row_order(spark):
+    sample = spark.read.parquet(SAMPLE).where("seg_id < 60 and langpair in ('de-en', 'en-zh')")
+    runs = [poisson_scores(sample.repartition(n)) for n in (1, 3, 7)]
+    runs.append(poisson_scores(sample.orderBy(F.rand(seed=3)).repartition(5)))
+    first = {(r["system"], r["langpair"]): r for r in runs[0]}
+    assert all(first[k]["ci_low"] < first[k]["score"] < first[k]["ci_high"] for k in first)
+    for other in runs[1:]:
+        assert {(r["system"], r["langpair"]): tuple(r[f] for f in INTERVAL) for r in other} \
+            == {k: tuple(r[f] for f in INTERVAL) for k, r in first.items()}
+
+
+def test_aggregate_of_saved_replicates_gives_the_intervals_of_a_fresh_run(spark, tmp_path):
+    table = generated_week(random.Random(8), days=3)
+    out = tmp_path / "daily"
+    resampling = Resampling(confidence=True, n_bootstrap=300, seed=7)
+    for date in sorted(set(table["run_date"].to_pylist())):
+        path = str(tmp_path / f"day-{date}.parquet")
+        pq.write_table(table.filter(pc.equal(table["run_date"], date)), path)
+        run_job(spark, JobOptions(input=path, output=str(out), partition_by=("run_date",),
+                                  segment_key=("run_date", "langpair", "seg_id"),
+                                  resampling=resampling, progress_seconds=0))
+    whole = str(tmp_path / "all.parquet")
+    pq.write_table(table, whole)
+    fresh = run_job(spark, JobOptions(input=whole, group_by=("langpair", "system"),
+                                      segment_key=("run_date", "langpair", "seg_id"),
+                                      resampling=resampling, progress_seconds=0)).scores
+    saved = run_aggregate(AggregateOptions(stats=str(out), group_by=("langpair", "system"),
+                                           confidence=True)).scores
+    key = lambda rows: {(r["langpair"], r["system"]): tuple(r[f] for f in (*INTERVAL, "signature"))
+                        for r in rows}
+    assert key(saved) == key(fresh)
+    assert all("|bs:300|seed:7|bsm:poisson|" in r["signature"] for r in saved)
+
+
+def test_poisson_agrees_with_sacrebleu_on_the_sample(spark, tmp_path):
+    """The hashed bootstrap is another draw of the same distribution: bounds near sacrebleu's
+    and the same significance verdict where sacrebleu's p is far from 0.05."""
+    path = str(tmp_path / "in.parquet")
+    pq.write_table(pq.read_table(SAMPLE, filters=[("langpair", "in", ["en-de", "de-en"])]), path)
+    common = dict(input=path, segment_key=SEGMENT_KEY, progress_seconds=0)
+    runs = {method: run_job(spark, JobOptions(resampling=Resampling(
+        confidence=True, method=method, paired_bs=True, baseline="Online-B"), **common))
+        for method in (bootstrap.POISSON, bootstrap.SACREBLEU)}
+    ours = {(r["langpair"], r["system"]): r for r in runs[bootstrap.POISSON].scores}
+    theirs = {(r["langpair"], r["system"]): r for r in runs[bootstrap.SACREBLEU].scores}
+    for key, row in theirs.items():
+        # ~160 segments per group: intervals ~8 BLEU wide, so resampling noise is ~0.5
+        assert abs(ours[key]["ci_low"] - row["ci_low"]) < 1.5, key
+        assert abs(ours[key]["ci_high"] - row["ci_high"]) < 1.5, key
+    p_ours = {(r["langpair"], r["system"]): r["p_value"] for r in runs[bootstrap.POISSON].paired}
+    p_theirs = {(r["langpair"], r["system"]): r["p_value"] for r in runs[bootstrap.SACREBLEU].paired}
+    far = [k for k, p in p_theirs.items() if not 0.01 <= p <= 0.2]
+    assert len(far) >= 5
+    assert all((p_ours[k] < 0.05) == (p_theirs[k] < 0.05) for k in far)
