@@ -146,29 +146,25 @@ def segment_matrix(segments: pa.Table, grouping_set: GroupingSet, group: dict) -
 
 
 def _check_one_measurement(sums: pa.Table, grouping_set: GroupingSet) -> None:
-    """Statistics measured differently (another tokenizer, case, max order, version) never add up."""
-    keys = list(grouping_set)
-    per_group = sums.group_by(keys, use_threads=False).aggregate([(keys[0] if keys else "metric", "count")])
-    counts = per_group.column(per_group.num_columns - 1) if keys else pa.array([sums.num_rows])
-    if sums.num_rows == 0 or pc.max(counts).as_py() <= 1:
-        return
-    mixed_at = pc.index(pc.greater(counts, 1), True).as_py()
-    key = {k: per_group[k][mixed_at].as_py() for k in keys}
-    mask = pa.array([True] * sums.num_rows)
-    for k, v in key.items():
-        mask = pc.and_(mask, pc.is_null(sums[k]) if v is None else pc.equal(sums[k], v))
-    rows = sums.filter(mask).to_pylist()
-    differing = {m: sorted({str(r[m]) for r in rows}) for m in statstable.MEASUREMENT
-                 if len({r[m] for r in rows}) > 1}
-    where = ", ".join(f"{k}={v}" for k, v in key.items()) or "the whole table"
-    what = "; ".join(f"{m}: {' vs '.join(v)}" for m, v in differing.items())
-    if set(differing) <= {"tokenize", "tokenizer_signature"}:
-        raise MixedTokenizerGroupError(
-            f"group {where} would mix statistics of different tokenizers ({what}); group by "
-            f"the language pair too, or score with one --tokenize")
-    raise IncompatibleStatisticsError(
-        f"group {where} would sum statistics measured with different settings ({what}); "
-        f"aggregate them separately")
+    """Statistics measured differently (another tokenizer, case, max order, version) never add
+    up: `sums` has a row per group and measurement, so a group with two rows is refused."""
+    seen = {}
+    for row in sums.to_pylist():
+        key = tuple(row[c] for c in grouping_set)
+        if key not in seen:
+            seen[key] = row
+            continue
+        differing = {m: f"{seen[key][m]} vs {row[m]}" for m in statstable.MEASUREMENT
+                     if seen[key][m] != row[m]}
+        where = ", ".join(f"{c}={v}" for c, v in zip(grouping_set, key)) or "the whole table"
+        what = "; ".join(f"{m}: {v}" for m, v in differing.items())
+        if set(differing) <= {"tokenize", "tokenizer_signature"}:
+            raise MixedTokenizerGroupError(
+                f"group {where} would mix statistics of different tokenizers ({what}); group "
+                f"by the language pair too, or score with one --tokenize")
+        raise IncompatibleStatisticsError(
+            f"group {where} would sum statistics measured with different settings ({what}); "
+            f"aggregate them separately")
 
 
 def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: BleuConfig) -> dict:
