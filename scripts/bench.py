@@ -16,8 +16,11 @@ One invocation:
    a3  bleuscore (Rust; not sacrebleu-exact: its rate is reported, its scores are not checked)
    b   the job, ``spark-submit --master local[1] jobs/score_bleu.py``
    c   the job, ``spark-submit --master local[2] jobs/score_bleu.py``
+   d   as c, with ``--confidence`` (poisson bootstrap, B = ``--n-bootstrap``, default 1000)
+   g   ``bleu-spark aggregate --group-by langpair,system`` of a generated statistics table of
+       ``--stats-rows`` rows (default 100,000), no JVM: what a dashboard back end calls
 
-3. checks that a1, a2, b and c give identical per-group results (score within 1e-9; counts,
+3. checks that a1, a2, b, c and d give identical per-group results (score within 1e-9; counts,
    totals, sys_len, ref_len and n_segments equal) and exits 1 if they do not, before any speed
    is printed;
 4. prints rows/s, wall time, CPU time, peak memory and the ratios b/a1, b/a2, c/a1, c/a2, c/b.
@@ -59,14 +62,17 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parent.parent
 GENERATOR_VERSION = 1
 IDENTITY_TOL = 1e-9
-EXACT_PATHS = ("a1", "a2", "b", "c")
-ALL_PATHS = ("a1", "a2", "a3", "b", "c")
+EXACT_PATHS = ("a1", "a2", "b", "c", "d")
+ALL_PATHS = ("a1", "a2", "a3", "b", "c", "d", "g")
+JOB_PATHS = ("b", "c", "d")
 PATH_TITLES = {
     "a1": "sacrebleu, BLEU().corpus_score per group",
     "a2": "sacrebleu, references cached per langpair",
     "a3": "bleuscore (Rust, not exact)",
     "b": "bleu-spark local[1]",
     "c": "bleu-spark local[2]",
+    "d": "bleu-spark local[2] --confidence",
+    "g": "bleu-spark aggregate of a statistics table",
 }
 GROUP_KEYS = ("system", "langpair")
 COMPARED_INT_FIELDS = ("counts", "totals", "sys_len", "ref_len", "n_segments")
@@ -997,6 +1003,43 @@ def compute_ratios(runs: Dict[str, Dict[str, Any]]) -> Dict[str, float]:
     return out
 
 
+def ensure_stats_table(workdir: Path, n_rows: int, seed: int = 7) -> Path:
+    """A statistics table as `bleu-spark score` writes it, of n_rows groups (customer x day x
+    langpair x system) with generated integer statistics, cached under workdir."""
+    folder = workdir / f"stats-{n_rows}-{seed}"
+    if (folder / "_bleu_spark.json").exists():
+        return folder
+    import numpy as np
+    import pyarrow as pa
+
+    from bleu_spark import output, statstable
+    from bleu_spark.stats import stats_names
+
+    rng = np.random.default_rng(seed)
+    langpairs = np.array(["de-en", "cs-en", "en-de", "ru-en"])
+    systems = np.array([f"system-{i:02d}" for i in range(25)])
+    totals = rng.integers(2_000, 20_000, n_rows)
+    stats = {"sys_len": totals, "ref_len": (totals * rng.uniform(0.9, 1.1, n_rows)).astype(np.int64)}
+    for n in range(1, 5):
+        stats[f"total_{n}"] = np.maximum(totals - 50 * (n - 1), 1)
+        stats[f"correct_{n}"] = (stats[f"total_{n}"] * rng.uniform(0.2, 0.7, n_rows) / n).astype(np.int64)
+    one = lambda value, kind: pa.array([value] * n_rows, kind)
+    table = statstable.build(
+        {"customer": pa.array(rng.integers(0, n_rows // 100 + 1, n_rows)),
+         "run_date": pa.array([f"2026-01-{d:02d}" for d in rng.integers(1, 29, n_rows)]),
+         "langpair": pa.array(langpairs[rng.integers(0, len(langpairs), n_rows)]),
+         "system": pa.array(systems[rng.integers(0, len(systems), n_rows)])},
+        statstable.measurement_columns(n_rows, one("13a", pa.string()), one("13a", pa.string()), False, 4),
+        {"n_segments": pa.array(totals // 20), "n_rejected": one(0, pa.int64()),
+         "n_reference_segments": pa.nulls(n_rows, pa.int64()), "min_refs": one(1, pa.int32()),
+         "max_refs": one(1, pa.int32())},
+        {name: pa.array(stats[name]) for name in stats_names(4)})
+    out = output.open_output(str(folder))
+    out.write_table("stats", table)
+    out.commit({"generated": n_rows})
+    return folder
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "_score":
@@ -1041,6 +1084,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "(adds sampling overhead to b's timing)")
     ap.add_argument("--timeout", type=float, default=None, help="seconds allowed per path")
     ap.add_argument("--json", dest="json_out", default=None, help="write all results to this file")
+    ap.add_argument("--n-bootstrap", type=int, default=1000, help="replicates of path d (default 1000)")
+    ap.add_argument("--stats-rows", type=int, default=100_000,
+                    help="rows of path g's generated statistics table (default 100000)")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny corpus (2,000 rows), identity guard only, no speed table")
     args = ap.parse_args(argv)
@@ -1086,7 +1132,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     job_root = Path(args.job_root).resolve()
     job_script = job_root / "jobs" / "score_bleu.py"
-    if "b" in paths or "c" in paths:
+    if any(p in paths for p in (*JOB_PATHS, "g")):
         env["PYTHONPATH"] = os.pathsep.join([str(job_root)] + (
             [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         info["job_root"] = str(job_root)
@@ -1107,6 +1153,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             out_json = run_dir / f"{p}.json"
             cmd = [sys.executable, str(Path(__file__).resolve()), "_score", p, str(input_path),
                    str(out_json), args.tokenize]
+        elif p == "g":
+            stats_table = ensure_stats_table(workdir, args.stats_rows)
+            cmd = [sys.executable, "-m", "bleu_spark", "aggregate", "--stats", str(stats_table),
+                   "--output", str(run_dir / "aggregate"), "--group-by", "langpair,system"]
         else:
             out_dir = run_dir / f"job-{p}"
             if out_dir.exists():
@@ -1119,6 +1169,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     "--group-by", ",".join(GROUP_KEYS)]
             if args.tokenize != "auto":
                 cmd += ["--tokenize", args.tokenize]
+            if p == "d":
+                cmd += ["--confidence", "--n-bootstrap", str(args.n_bootstrap)]
             if p == "b" and args.profile:
                 Path(args.profile).mkdir(parents=True, exist_ok=True)
                 profile = PySpyAttacher(Path(args.profile) / "pyspy-b.txt")
@@ -1134,6 +1186,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             except OSError:
                 pass
             failed.append(p)
+            continue
+        if p == "g":
+            r["stats_rows"] = args.stats_rows
+            print(f"  g: aggregate of {args.stats_rows:,} statistics rows in {r['wall_s']:.2f} s "
+                  f"as a whole process", flush=True)
             continue
         if p in ("a1", "a2", "a3"):
             data = json.loads(out_json.read_text())
@@ -1211,7 +1268,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ratios = report["ratios"]
     if ratios:
         print("ratios of rows/s: " + ", ".join(f"{k} = {v:.2f}" for k, v in ratios.items()))
-    for p in ("b", "c"):
+    if "c" in runs and "d" in runs:
+        print(f"d / c wall time (B = {args.n_bootstrap} intervals against the plain run): "
+              f"{runs['d']['wall_s'] / runs['c']['wall_s']:.2f}")
+    if "g" in runs:
+        print(f"g: aggregate of {args.stats_rows:,} statistics rows: {runs['g']['wall_s']:.2f} s")
+    for p in JOB_PATHS:
         cpu = runs.get(p, {}).get("cpu_s")
         if cpu:
             print(f"{p} CPU seconds by process: " + ", ".join(
