@@ -22,6 +22,7 @@ DEFAULTS = {
     "progress_seconds": 30.0, "grouping_sets": None, "partition_by": None, "report": False,
     "confidence": False, "bootstrap_method": "poisson", "n_bootstrap": 1000, "seed": 12345,
     "paired_bs": False, "paired_ar": False, "baseline": None, "n_ar_trials": 10000,
+    "colocate_references": "auto",
 }
 
 
@@ -102,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="unscorable rows: stop (fail, default) or write them to DIR/rejected/")
     io.add_argument("--progress-seconds", type=float, metavar="S",
                     help="a progress line on stderr every S seconds (default 30; 0: none)")
+    io.add_argument("--colocate-references", choices=["auto", "always", "never"],
+                    help="bring rows sharing references together first (a shuffle of the text) "
+                         "so each reference is tokenized once: auto (default) when rows share "
+                         "references enough to pay")
     io.add_argument("--partition-by", metavar="COLS", help="write the output's tables as Hive "
                     "partitions of these input columns (e.g. run_date); a run replaces only its own")
     _add_showing(score)
@@ -193,6 +198,7 @@ def job_options(settings: dict):
         langpair_col=settings["langpair_col"], references=settings["references"],
         join_on=tuple(settings["join_on"] or ()), segment_key=tuple(settings["segment_key"] or ()),
         on_invalid=settings["on_invalid"], progress_seconds=settings["progress_seconds"],
+        colocate_references=settings["colocate_references"],
         grouping_sets=settings["grouping_sets"], partition_by=tuple(settings["partition_by"] or ()),
         report=bool(settings["report"]), config=config, resampling=resampling_options(settings))
 

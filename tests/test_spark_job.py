@@ -70,13 +70,15 @@ def test_sentencepiece_model_is_shipped_to_executors(sample, spm_model):
         assert_matches_sacrebleu(row, oracle[row["langpair"], row["system"]])
 
 
-def test_statistics_do_not_depend_on_partitioning(spark, sample):
-    options = JobOptions(input=SAMPLE)
+@pytest.mark.parametrize("colocate", ["never", "always"])
+def test_statistics_do_not_depend_on_partitioning(spark, sample, colocate):
+    options = JobOptions(input=SAMPLE, colocate_references=colocate)
     plan = plan_for(sample.schema, options)
 
     def sums(partitions):
         scored = scoring_input(spark, sample.repartition(partitions), options, plan.group_cols,
-                               plan.langpair_col)
+                               plan.langpair_col, rows=17470)
+        assert scored.layout["colocated"] == (colocate == "always")
         return partial_sums_frame(scored.frame, plan)
 
     frames = [sums(n) for n in (1, 3, 7)]

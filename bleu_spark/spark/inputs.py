@@ -28,12 +28,28 @@ REF_ID, REFERENCE = "ref_id", "reference"
 _MATCHED, _REF_ROWS = "_matched", "_ref_rows"
 
 
+COLOCATE = ("auto", "always", "never")
+# Rows per distinct reference set from which bringing them together pays: the shuffle costs a
+# few microseconds a row, a reference tokenization tens (docs/benchmarks.md).
+SHARING_PAYS = 1.5
+ROWS_PER_TASK = 10_000      # fewer rows a task: overheads dominate
+TASKS_PER_CORE = 4          # enough that cores stay busy to the end and progress moves
+
+
 @dataclass(frozen=True)
 class ScoringInput:
     frame: DataFrame                        # group cols, candidate, REFERENCES, [langpair], ROW_REASON
     segment_key: Tuple[str, ...]            # identifies a segment; () when unknown
     reference_keys: Optional[DataFrame]     # one row per segment of the reference set
     unmatched_references: Optional[DataFrame]  # reference rows no candidate matched
+    layout: dict = None                     # how rows were brought together, for run.json
+
+
+def scoring_tasks(rows: int, parallelism: int) -> int:
+    """Tasks for a shuffle into the scoring stage: a few per core, more for big inputs (at most
+    a few hundred thousand rows a task), never a task per few rows."""
+    wanted = max(TASKS_PER_CORE * parallelism, -(-rows // 200_000))
+    return max(1, min(wanted, -(-rows // ROWS_PER_TASK)))
 
 
 def reference_rules(options, columns) -> list:
@@ -76,7 +92,8 @@ def _duplicates_flagged(frame: DataFrame, group_cols, segment_key) -> DataFrame:
                                                    F.when(duplicate, F.lit(DUPLICATE_SEGMENT))))
 
 
-def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langpair_col) -> ScoringInput:
+def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langpair_col,
+                  rows: int) -> ScoringInput:
     keep = list(dict.fromkeys([*group_cols, options.candidate_col,
                                *([langpair_col] if langpair_col else [])]))
     if options.references:
@@ -88,16 +105,28 @@ def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langp
                       references.alias(REFERENCES), F.lit(None).cast("string").alias(ROW_REASON))
     frame = _duplicates_flagged(frame, group_cols, segment_key)
     reference_keys = df.select(*segment_key).distinct() if segment_key else None
-    return ScoringInput(_references_together(frame), segment_key, reference_keys, None)
+    frame, layout = _references_together(spark, frame, options.colocate_references, rows)
+    return ScoringInput(frame, segment_key, reference_keys, None, layout)
 
 
-def _references_together(frame: DataFrame) -> DataFrame:
+def _references_together(spark, frame: DataFrame, mode: str, rows: int):
     """Rows that share references, adjacent in one partition, so each reference set is tokenized
     once for every system that translated the segment, however the input is laid out (systems
-    usually arrive one after another). It costs a shuffle of the rows, a few microseconds a row
-    against the tens a reference tokenization costs."""
+    usually arrive one after another). That costs a shuffle of all the text, so under `auto` it
+    is done only when rows share references enough to pay for it: counted, approximately, by a
+    scan of the references' hashes (one small aggregate, no text moved)."""
     key = F.xxhash64(REFERENCES)
-    return frame.repartition(key).sortWithinPartitions(key)
+    layout = {"colocate_references": mode, "rows_per_reference_set": None}
+    if mode == "auto":
+        distinct = frame.select(F.approx_count_distinct(key)).first()[0]
+        layout["rows_per_reference_set"] = round(rows / max(distinct, 1), 3)
+    layout["colocated"] = mode == "always" or (
+        mode == "auto" and layout["rows_per_reference_set"] >= SHARING_PAYS)
+    if not layout["colocated"]:
+        layout["scoring_tasks"] = frame.rdd.getNumPartitions()
+        return frame, layout
+    layout["scoring_tasks"] = scoring_tasks(rows, spark.sparkContext.defaultParallelism)
+    return frame.repartition(layout["scoring_tasks"], key).sortWithinPartitions(key), layout
 
 
 def _joined(spark, df, options, group_cols, keep) -> ScoringInput:
@@ -111,10 +140,15 @@ def _joined(spark, df, options, group_cols, keep) -> ScoringInput:
     frame = joined.select(*dict.fromkeys([*keep, *keys]), REFERENCES, reason.alias(ROW_REASON))
     frame = _duplicates_flagged(frame, group_cols, tuple(keys))
     unmatched = segments.join(df.select(*keys).distinct(), on=keys, how="left_anti")
-    return ScoringInput(frame, tuple(keys), segments.select(*keys), unmatched)
+    # The join brings a segment's rows together already.
+    layout = {"colocate_references": "join", "colocated": True, "rows_per_reference_set": None}
+    return ScoringInput(frame, tuple(keys), segments.select(*keys), unmatched, layout)
 
 
 def check_reference_options(options) -> None:
+    if options.colocate_references not in COLOCATE:
+        raise UsageError(f"unknown --colocate-references {options.colocate_references!r}; "
+                         f"choose one of: {', '.join(COLOCATE)}")
     if options.references and not options.join_on:
         raise UsageError("--references needs --join-on COLS (the columns both tables share, "
                          "e.g. testset,langpair,seg_id)")

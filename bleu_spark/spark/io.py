@@ -59,6 +59,15 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
         raise
 
 
+def input_bytes(df: DataFrame) -> Optional[int]:
+    """The size of the files a DataFrame reads, as Spark's planner knows it (from the file
+    listing; the task metrics of Parquet scans count only part of what they read)."""
+    try:
+        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:  # an internal interface: never let reporting break a run
+        return None
+
+
 @dataclass(frozen=True)
 class ColumnRule:
     name: str

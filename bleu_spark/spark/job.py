@@ -54,6 +54,7 @@ class JobOptions:
     join_on: Tuple[str, ...] = ()
     segment_key: Tuple[str, ...] = ()                   # inline references: what names a segment
     on_invalid: str = "fail"
+    colocate_references: str = "auto"                   # shuffle rows sharing references together
     progress_seconds: float = 30.0                      # 0: no progress lines
     config: BleuConfig = field(default_factory=BleuConfig)
     resampling: bootstrap.Resampling = field(default_factory=bootstrap.Resampling)
@@ -171,13 +172,15 @@ def _rejection_summary(rejected: Counter) -> str:
 class Measurement:
     """One pass over a candidates DataFrame: its statistics table, and what it found."""
 
-    def __init__(self, spark: SparkSession, df: DataFrame, options: JobOptions, rows_done=None):
+    def __init__(self, spark: SparkSession, df: DataFrame, options: JobOptions, rows_done=None,
+                 rows: Optional[int] = None):
         self.options = options
         self.references_tokenized = spark.sparkContext.accumulator(0)
         self.plan = plan_for(df.schema, options)
         self.sets = grouping_sets(options, df.columns)
         self.input = inputs.scoring_input(spark, df, options, self.plan.group_cols,
-                                          self.plan.langpair_col)
+                                          self.plan.langpair_col,
+                                          df.count() if rows is None else rows)
         partials = partial_sums_frame(self._with_segment_hash(self.input.frame), self.plan,
                                       rows_done, self.references_tokenized).toArrow()
         self.rejected = Counter()
@@ -276,7 +279,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
                              f"{rows_read} rows is more than {MAX_SACREBLEU_ROWS}; use poisson")
         with Progress(spark, rows_read, options.progress_seconds) as progress:
-            measurement = Measurement(spark, df, options, progress.rows)
+            measurement = Measurement(spark, df, options, progress.rows, rows_read)
         scores = views.score_sets(measurement.stats, measurement.sets, options.config,
                                   resampling, measurement.segments)
         paired = None
@@ -285,7 +288,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                                                 resampling, measurement.segments)
             measurement.warnings += missing
         timings = {"score_s": time.time() - started}
-        run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id)
+        run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id,
+                         io.input_bytes(df))
         if output:
             write_start = time.time()
             if measurement.rejected:
@@ -312,7 +316,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
 
 
 def run_record(spark: SparkSession, options: JobOptions, measurement: Measurement,
-               scores: List[dict], job_group: str, rows_read: int, run_id: str) -> dict:
+               scores: List[dict], job_group: str, rows_read: int, run_id: str,
+               input_bytes: Optional[int] = None) -> dict:
     """What run.json holds: the effective configuration, the row accounting, versions, tasks."""
     n_scored = sum(views.plain_sums(measurement.stats)["n_segments"].to_pylist())
     n_rejected = sum(measurement.rejected.values())
@@ -337,9 +342,11 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
         # Reference sets tokenized by the partition function (task retries may add some): at or
         # near the number of segments, not segments x systems, when rows of a segment meet.
         "references_tokenized": measurement.references_tokenized.value,
+        "layout": measurement.input.layout,
         "groups": len(scores),
         "warnings": measurement.warnings,
         "tasks": task_summary(spark, job_group),
+        "input_bytes": input_bytes,
         "versions": versions(spark),
         "spark": {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId},
     }
@@ -359,20 +366,27 @@ def task_summary(spark: SparkSession, job_group: str) -> dict:
                 summary["stages"] += 1
                 summary["stage_retries"] += stage.currentAttemptId
                 summary["completed"] += stage.numCompletedTasks
-                summary["failed"] += _failed_attempts(sc, stage_id, stage.numFailedTasks)
-    return {k: summary.get(k, 0) for k in ("stages", "stage_retries", "completed", "failed")}
+                summary.update(_stage_metrics(sc, stage_id, stage.numFailedTasks))
+    return {k: summary.get(k, 0) for k in ("stages", "stage_retries", "completed", "failed",
+                                           "shuffle_write_bytes", "shuffle_read_bytes")}
 
 
-def _failed_attempts(sc, stage_id: int, last_attempt_failed: int) -> int:
-    """Failed tasks over every attempt of a stage. The public tracker shows only the last
-    attempt, and a stage rerun after a lost executor starts at zero failures, so this asks the
-    driver's status store (what the UI's REST API serves); the tracker's figure if it cannot."""
+def _stage_metrics(sc, stage_id: int, last_attempt_failed: int) -> Counter:
+    """Failed tasks and bytes shuffled over every attempt of a stage. The public tracker
+    shows only the last attempt, and a stage rerun after a lost executor starts at zero
+    failures, so this asks the driver's status store (what the UI's REST API serves); the
+    tracker's failures alone if it cannot."""
     try:
         no_quantiles = sc._gateway.new_array(sc._gateway.jvm.double, 0)
         attempts = sc._jsc.sc().statusStore().stageData(stage_id, False, None, False, no_quantiles)
-        return sum(attempts.apply(i).numFailedTasks() for i in range(attempts.length()))
+        metrics = Counter()
+        for stage in (attempts.apply(i) for i in range(attempts.length())):
+            metrics.update(failed=stage.numFailedTasks(),
+                           shuffle_write_bytes=stage.shuffleWriteBytes(),
+                           shuffle_read_bytes=stage.shuffleReadBytes())
+        return metrics
     except Exception:  # an internal interface: never let reporting break a finished run
-        return last_attempt_failed
+        return Counter(failed=last_attempt_failed)
 
 
 def versions(spark: SparkSession) -> dict:
