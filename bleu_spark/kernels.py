@@ -46,3 +46,35 @@ def tokenize_13a(lines: pa.Array) -> pa.Array:
     lines = pc.binary_join_element_wise("", lines, "", " ")  # f" {line} "
     return tokenize_regexp(lines)
 
+
+def _zh_code_point_ranges():
+    """The code points sacrebleu's TokenizerZh pads with spaces, as merged (first, last) pairs.
+
+    It tests `start <= char <= end` on strings. Two of its bounds are typed as five hex digits in
+    `\\u` escapes, which take four: '\\u20000' is U+2000 followed by '0'. A single character is
+    above such a two-character start only if it is above its first character, and below such an
+    end when it is at most its first character: (u'\\u20000', u'\\u2a6d6') means U+2001..U+2A6D
+    (General Punctuation to Supplemental Arrows, not CJK Extension B), and (u'\\u2f800',
+    u'\\u2fa1d') U+2F81..U+2FA1. sacrebleu's scores depend on this quirk, so it is kept."""
+    from sacrebleu.tokenizers.tokenizer_zh import _UCODE_RANGES
+
+    ranges = sorted((ord(start[0]) + (len(start) > 1), ord(end[0])) for start, end in _UCODE_RANGES)
+    merged = [list(ranges[0])]
+    for first, last in ranges[1:]:
+        if first <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], last)
+        else:
+            merged.append([first, last])
+    return [tuple(r) for r in merged]
+
+
+ZH_CODE_POINTS = _zh_code_point_ranges()
+_ZH_CHAR = "([" + "".join(f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ZH_CODE_POINTS) + "])"
+
+
+def tokenize_zh(lines: pa.Array) -> pa.Array:
+    """sacrebleu's TokenizerZh: strip, pad each character of its ranges with spaces, then
+    TokenizerRegexp (no 13a replacements, no spaces added at the ends)."""
+    lines = pc.utf8_trim(lines, characters=PYTHON_WHITESPACE)  # line.strip()
+    lines = pc.replace_substring_regex(lines, _ZH_CHAR, r" \1 ")
+    return tokenize_regexp(lines)

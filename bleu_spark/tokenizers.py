@@ -2,8 +2,8 @@
 
 `LineTokenizer(name)` turns an Arrow array of lines into `Tokens`: the `str.split()` tokens of
 sacrebleu's tokenized line, for every line at once. 13a, the default and by far the most used,
-runs as Arrow compute kernels over the whole array (`kernels.py`): sacrebleu's own steps, in
-its order, with its regular expressions. Every other tokenizer is
+and zh run as Arrow compute kernels over the whole array (`kernels.py`): sacrebleu's own steps,
+in its order, with its regular expressions and character ranges. Every other tokenizer is
 sacrebleu 2.6's class, called per line. The tests prove both identical to sacrebleu, on
 generated and real text.
 """
@@ -20,7 +20,7 @@ from sacrebleu.tokenizers.tokenizer_spm import SPM_MODELS, TokenizerSPM
 
 from .config import SPM_TOKENIZERS
 from .errors import ModelFileError
-from .kernels import PYTHON_WHITESPACE, tokenize_13a
+from .kernels import PYTHON_WHITESPACE, tokenize_13a, tokenize_zh
 
 # Arrow's ascii_split_whitespace splits on the ASCII whitespace only, so the rest of what
 # str.split() splits on is first made spaces.
@@ -55,7 +55,7 @@ def split_tokens(lines: pa.Array) -> Tokens:
 
 
 # The tokenizers that run as Arrow kernels over a whole array; the others run per line.
-KERNELS = {"13a": tokenize_13a}
+KERNELS = {"13a": tokenize_13a, "zh": tokenize_zh}
 
 
 class LocalModelSPMTokenizer(TokenizerSPM):

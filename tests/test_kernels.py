@@ -1,0 +1,75 @@
+"""The Arrow-kernel tokenizers against sacrebleu 2.6's classes, token for token: every code
+point of the zh ranges, generated text around every range boundary, every line of the sample."""
+import sys
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from sacrebleu.tokenizers.tokenizer_zh import _UCODE_RANGES, TokenizerZh
+
+from bleu_spark.kernels import _ZH_CHAR, PYTHON_WHITESPACE, ZH_CODE_POINTS
+from conftest import SAMPLE
+from matching import assert_tokens_are_sacrebleus
+
+# Every code point a str can hold in a valid UTF-8 Arrow array (no surrogates).
+ALL_CHARS = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+
+
+def test_zh_pads_exactly_the_characters_sacrebleu_pads():
+    """Every code point, one per line, through the padding step against sacrebleu's test."""
+    padded = pc.replace_substring_regex(pa.array(ALL_CHARS), _ZH_CHAR, r" \1 ").to_pylist()
+    expected = [f" {c} " if TokenizerZh._is_chinese_char(c) else c for c in ALL_CHARS]
+    wrong = [hex(ord(c)) for c, ours, its in zip(ALL_CHARS, padded, expected) if ours != its]
+    assert not wrong, wrong[:20]
+
+
+def test_zh_keeps_sacrebleus_range_quirk():
+    """Its bounds u'\\u20000' and u'\\u2a6d6' are two characters each: U+2001..U+2A6D is padded,
+    CJK Extension B (U+20000..U+2A6D6) is not; likewise U+2F81..U+2FA1, not U+2F800..U+2FA1D."""
+    assert (0x2001, 0x2A6D) in ZH_CODE_POINTS
+    covered = lambda c: any(a <= c <= b for a, b in ZH_CODE_POINTS)  # noqa: E731
+    assert not covered(0x2000) and covered(0x2001) and covered(0x2A6D) and not covered(0x2A6E)
+    assert not any(covered(c) for c in (0x20000, 0x2A6D6, 0x2F800, 0x2FA1D))
+    assert_tokens_are_sacrebleus("zh", ["a\u2001b\u2a6dc\U00020000d\U0002f800e"])
+
+
+def _neighbours(code_points):
+    return [chr(c) for p in code_points for c in (p - 1, p, p + 1)
+            if 0 <= c <= sys.maxunicode and not 0xD800 <= c <= 0xDFFF]
+
+
+# The first and last code point of each of sacrebleu's ranges, read both as it compares them
+# (first character of each bound) and as the bounds were meant (five hex digits), with the
+# neighbours just outside; then ASCII, digits and every kind of whitespace.
+_BOUNDS = [ord(s[0]) for r in _UCODE_RANGES for s in r]
+_MEANT = [0x20000, 0x2A6D6, 0x2F800, 0x2FA1D]
+ZH_ALPHABET = st.one_of(  # each kind equally likely, however many characters it has
+    st.sampled_from(_neighbours(_BOUNDS + _MEANT + [a for a, _ in ZH_CODE_POINTS]
+                                + [b for _, b in ZH_CODE_POINTS])),
+    st.sampled_from(list(" !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~aZéİ猫") + ["&amp;", "<skipped>"]),
+    st.sampled_from(list("0123456789.,-") + ["1.5", "3,000", "-\n"]),
+    st.sampled_from(list(PYTHON_WHITESPACE) + ["\u200b", "\ufeff"]))
+# Whitespace at the start matters: sacrebleu strips it before the regular expressions, where
+# it would precede a period or comma.
+zh_line = st.tuples(st.sampled_from(["", " ", "\u3000", "\t", "\u2001"]),
+                    st.lists(ZH_ALPHABET, max_size=40).map("".join) | st.text(max_size=40)).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(zh_line, max_size=8), st.booleans())
+@example([" .5", "\u3000,5 ", "\u2001.1", "猫.5", "5.猫", "\n.5", "a\n.5"], False)
+def test_arrow_zh_tokenizer_is_sacrebleus_token_for_token(lines, lowercase):
+    assert_tokens_are_sacrebleus("zh", lines, lowercase)
+
+
+def sample_lines():
+    table = pq.read_table(SAMPLE, columns=["candidate", "references"])
+    return table["candidate"].to_pylist() + [r for refs in table["references"].to_pylist() for r in refs]
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_arrow_zh_tokenizer_on_every_line_of_the_sample(lowercase):
+    assert_tokens_are_sacrebleus("zh", sample_lines(), lowercase)
