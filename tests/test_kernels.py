@@ -3,14 +3,13 @@ point of the zh ranges, generated text around every range boundary, every line o
 import sys
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sacrebleu.tokenizers.tokenizer_zh import _UCODE_RANGES, TokenizerZh
 
-from bleu_spark.kernels import _ZH_CHAR, PYTHON_WHITESPACE, ZH_CODE_POINTS
+from bleu_spark.kernels import PYTHON_WHITESPACE, ZH_CODE_POINTS, pad_zh_chars
 from conftest import SAMPLE
 from matching import assert_tokens_are_sacrebleus
 
@@ -20,10 +19,18 @@ ALL_CHARS = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xD
 
 def test_zh_pads_exactly_the_characters_sacrebleu_pads():
     """Every code point, one per line, through the padding step against sacrebleu's test."""
-    padded = pc.replace_substring_regex(pa.array(ALL_CHARS), _ZH_CHAR, r" \1 ").to_pylist()
+    padded = pad_zh_chars(pa.array(ALL_CHARS)).to_pylist()
     expected = [f" {c} " if TokenizerZh._is_chinese_char(c) else c for c in ALL_CHARS]
     wrong = [hex(ord(c)) for c, ours, its in zip(ALL_CHARS, padded, expected) if ours != its]
     assert not wrong, wrong[:20]
+
+
+def test_zh_padding_of_a_slice_and_of_empty_lines():
+    lines = pa.array(["猫", "a猫b\u2001", "", "猫猫", "\U00020000猫", ""])
+    assert pad_zh_chars(lines.slice(1, 4)).to_pylist() == ["a 猫 b \u2001 ", "", " 猫  猫 ", "\U00020000 猫 "]
+    assert pad_zh_chars(lines.slice(2, 1)).to_pylist() == [""]
+    assert pad_zh_chars(pa.array([], pa.string())).to_pylist() == []
+    assert pad_zh_chars(lines.cast(pa.large_string())).to_pylist()[:2] == [" 猫 ", "a 猫 b \u2001 "]
 
 
 def test_zh_keeps_sacrebleus_range_quirk():
