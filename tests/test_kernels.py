@@ -80,3 +80,34 @@ def sample_lines():
 @pytest.mark.parametrize("lowercase", [False, True])
 def test_arrow_zh_tokenizer_on_every_line_of_the_sample(lowercase):
     assert_tokens_are_sacrebleus("zh", sample_lines(), lowercase)
+
+
+def sample_lines_of(langpair):
+    table = pq.read_table(SAMPLE, columns=["langpair", "candidate", "references"]).to_pylist()
+    rows = [r for r in table if r["langpair"] == langpair]
+    return [r["candidate"] for r in rows] + [ref for r in rows for ref in r["references"]]
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_ja_mecab_on_every_en_ja_line_of_the_sample(lowercase):
+    lines = sample_lines_of("en-ja")
+    assert len(lines) > 4000
+    assert_tokens_are_sacrebleus("ja-mecab", lines, lowercase)
+
+
+# Japanese and Korean text with what MeCab and the strips around it may treat differently:
+# whitespace of every kind at the ends and inside, ASCII, full-width forms, and repeated lines.
+MECAB_ALPHABET = st.one_of(
+    st.sampled_from(["東京", "は", "大きい", "です", "。", "、", "猫", "カタカナ", "ｶﾀｶﾅ", "１２３", "ａｂｃ",
+                     "사람", "이", "한국어", "입니다", "？", "！", "「", "」", "〜"]),
+    st.sampled_from(list("abcXYZ0123456789.,-!?'\"()&<>/") + ["NASA", "e-mail", "3.5"]),
+    st.sampled_from(list(PYTHON_WHITESPACE) + ["\u200b", "\ufeff"]))
+mecab_line = st.lists(MECAB_ALPHABET, max_size=30).map("".join) | st.text(max_size=20)
+
+
+@pytest.mark.parametrize("name", ["ja-mecab", "ko-mecab"])
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(mecab_line, max_size=8).flatmap(
+    lambda ls: st.permutations(ls + ls[:2])), lowercase=st.booleans())
+def test_mecab_tokenizers_are_sacrebleus_token_for_token(name, lines, lowercase):
+    assert_tokens_are_sacrebleus(name, lines, lowercase)
