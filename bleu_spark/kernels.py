@@ -11,6 +11,7 @@ kernel identical to sacrebleu, token for token, on generated text and every line
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -130,3 +131,49 @@ def tokenize_zh(lines: pa.Array) -> pa.Array:
     TokenizerRegexp (no 13a replacements, no spaces added at the ends)."""
     lines = pc.utf8_trim(lines, characters=PYTHON_WHITESPACE)  # line.strip()
     return tokenize_regexp_where_punctuated(pad_zh_chars(lines))
+
+
+# sacrebleu's TokenizerV14International: its `regex` patterns, with {N} {P} {S} standing for
+# the classes below.
+_INTL_STEPS = (
+    ("({not_N})({P})", r"\1 \2 "),  # punctuation after a non-digit
+    ("({P})({not_N})", r" \1 \2"),  # punctuation before a non-digit
+    ("({S})", r" \1 "),             # symbols
+)
+
+
+def _as_class(code_points, negate=False) -> str:
+    """An RE2 class of exactly these code points (sorted), every one as \\x{...}."""
+    ranges, first, last = [], code_points[0], code_points[0]
+    for c in code_points[1:]:
+        if c != last + 1:
+            ranges.append((first, last))
+            first = c
+        last = c
+    ranges.append((first, last))
+    return ("[^" if negate else "[") + "".join(
+        f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges) + "]"
+
+
+@lru_cache(maxsize=1)
+def intl_classes() -> dict:
+    """\\P{N}, \\p{P} and \\p{S} as the `regex` module sacrebleu uses has them, spelled out as
+    code points for RE2. RE2's own \\p{...} tables are of an older Unicode version: they leave
+    out the hundreds of digits, punctuation marks and symbols assigned since, which `regex`
+    knows. Built once per process, from `regex` itself."""
+    import regex
+
+    every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    found = {name: [ord(c) for c in regex.findall(prop, every)]
+             for name, prop in (("N", r"\p{N}"), ("P", r"\p{P}"), ("S", r"\p{S}"))}
+    return {"not_N": _as_class(found["N"], negate=True), "P": _as_class(found["P"]),
+            "S": _as_class(found["S"])}
+
+
+def tokenize_intl(lines: pa.Array) -> pa.Array:
+    """sacrebleu's TokenizerV14International (its final whitespace normalisation is left to
+    the split)."""
+    classes = intl_classes()
+    for pattern, replacement in _INTL_STEPS:
+        lines = pc.replace_substring_regex(lines, pattern.format(**classes), replacement)
+    return lines

@@ -2,8 +2,8 @@
 
 `LineTokenizer(name)` turns an Arrow array of lines into `Tokens`: the `str.split()` tokens of
 sacrebleu's tokenized line, for every line at once. 13a, the default and by far the most used,
-and zh run as Arrow compute kernels over the whole array (`kernels.py`): sacrebleu's own steps,
-in its order, with its regular expressions and character ranges. ja-mecab and ko-mecab call
+zh and intl run as Arrow compute kernels over the whole array (`kernels.py`): sacrebleu's own
+steps, in its order, with its regular expressions, character ranges and Unicode classes. ja-mecab and ko-mecab call
 sacrebleu's MeCab tagger once per distinct line and do the rest for the whole array. Every
 other tokenizer is sacrebleu 2.6's class, called per line. The tests prove each identical to
 sacrebleu, on generated and real text.
@@ -22,7 +22,7 @@ from sacrebleu.tokenizers.tokenizer_spm import SPM_MODELS, TokenizerSPM
 
 from .config import SPM_TOKENIZERS
 from .errors import ModelFileError
-from .kernels import PYTHON_WHITESPACE, tokenize_13a, tokenize_zh
+from .kernels import PYTHON_WHITESPACE, tokenize_13a, tokenize_intl, tokenize_zh
 
 # Arrow's ascii_split_whitespace splits on the ASCII whitespace only, so the rest of what
 # str.split() splits on is first made spaces.
@@ -57,7 +57,7 @@ def split_tokens(lines: pa.Array) -> Tokens:
 
 
 # The tokenizers that run as Arrow kernels over a whole array; the others run per line.
-KERNELS = {"13a": tokenize_13a, "zh": tokenize_zh}
+KERNELS = {"13a": tokenize_13a, "zh": tokenize_zh, "intl": tokenize_intl}
 MECAB_TOKENIZERS = ("ja-mecab", "ko-mecab")
 
 

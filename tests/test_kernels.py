@@ -1,15 +1,18 @@
-"""The Arrow-kernel tokenizers against sacrebleu 2.6's classes, token for token: every code
-point of the zh ranges, generated text around every range boundary, every line of the sample."""
+"""The batch tokenizers against sacrebleu 2.6's classes, token for token: every code point of
+the zh ranges and of the intl classes, generated text around every range boundary and of every
+kind of character, every line of the sample."""
 import sys
+from functools import lru_cache
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sacrebleu.tokenizers.tokenizer_zh import _UCODE_RANGES, TokenizerZh
 
-from bleu_spark.kernels import PYTHON_WHITESPACE, ZH_CODE_POINTS, pad_zh_chars
+from bleu_spark.kernels import PYTHON_WHITESPACE, ZH_CODE_POINTS, intl_classes, pad_zh_chars
 from conftest import SAMPLE
 from matching import assert_tokens_are_sacrebleus
 
@@ -111,3 +114,58 @@ mecab_line = st.lists(MECAB_ALPHABET, max_size=30).map("".join) | st.text(max_si
     lambda ls: st.permutations(ls + ls[:2])), lowercase=st.booleans())
 def test_mecab_tokenizers_are_sacrebleus_token_for_token(name, lines, lowercase):
     assert_tokens_are_sacrebleus(name, lines, lowercase)
+
+
+def test_intl_classes_are_the_regex_modules_on_every_code_point():
+    """Spelled out for RE2, \\P{N}, \\p{P} and \\p{S} match what the `regex` module's match, one
+    code point at a time (RE2's own tables would differ on hundreds)."""
+    import regex
+
+    lines = pa.array(ALL_CHARS)
+    for name, prop in (("not_N", r"\P{N}"), ("P", r"\p{P}"), ("S", r"\p{S}")):
+        ours = pc.match_substring_regex(lines, "^" + intl_classes()[name] + "$").to_pylist()
+        theirs = [m is not None for m in map(regex.compile(prop).fullmatch, ALL_CHARS)]
+        wrong = [hex(ord(c)) for c, a, b in zip(ALL_CHARS, ours, theirs) if a != b]
+        assert not wrong, (name, wrong[:20])
+
+
+def _regex_category(prop, limit=400):
+    import regex
+
+    return regex.findall(prop, "".join(ALL_CHARS))[:limit]
+
+
+def _re2_disagrees():
+    """Code points where RE2's own \\p{N}, \\p{P} or \\p{S} differ from the `regex` module's."""
+    import regex
+
+    lines = pa.array(ALL_CHARS)
+    out = []
+    for prop in (r"\p{N}", r"\p{P}", r"\p{S}"):
+        re2 = pc.match_substring_regex(lines, "^" + prop + "$").to_pylist()
+        pat = regex.compile(prop)
+        out += [c for c, a in zip(ALL_CHARS, re2) if a != (pat.fullmatch(c) is not None)]
+    return out
+
+
+@lru_cache(maxsize=1)
+def intl_alphabet():
+    """Characters of every kind the intl steps tell apart, each kind equally likely: digits
+    (ASCII and others), punctuation, symbols, the code points RE2's own tables get wrong,
+    letters and marks of several scripts, and whitespace."""
+    kinds = [_regex_category(r"\p{N}"), _regex_category(r"\p{P}"), _regex_category(r"\p{S}"),
+             _re2_disagrees(), list("0123456789.,-'\"()$%&") + ["1.5", "3,000"],
+             list("aZéßİ猫東ア한ñ") + _regex_category(r"\p{M}", 100) + _regex_category(r"\p{L}", 200),
+             list(PYTHON_WHITESPACE) + ["\u200b", "\ufeff"]]
+    return st.one_of(*[st.sampled_from(k) for k in kinds])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(data=st.data(), lowercase=st.booleans())
+def test_arrow_intl_tokenizer_is_sacrebleus_token_for_token(data, lowercase):
+    line = st.lists(intl_alphabet(), max_size=40).map("".join) | st.text(max_size=40)
+    assert_tokens_are_sacrebleus("intl", data.draw(st.lists(line, max_size=8)), lowercase)
+
+
+def test_arrow_intl_tokenizer_on_every_line_of_the_sample():
+    assert_tokens_are_sacrebleus("intl", sample_lines())
