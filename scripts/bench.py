@@ -32,6 +32,8 @@ Examples::
     python scripts/bench.py --rows 10000000 --paths a2,b,c --json /tmp/bench-10m.json
     python scripts/bench.py --input ../shared/data/wmt22.parquet
     python scripts/bench.py --smoke            # identity guard only, a few thousand rows
+    python scripts/bench.py --input ../shared/data/wmt22.parquet --tokenizer-costs \
+        --job-root /tmp/old                    # us per row per langpair, two checkouts, one process
 
 Exit codes: 0 ok, 1 results differ, 2 a path failed to run.
 
@@ -1200,7 +1202,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args.systems = min(args.systems, 5)
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    if "a3" in paths:
+    if "a3" in paths and not args.tokenizer_costs:
         try:
             import bleuscore  # noqa: F401
         except ImportError:
@@ -1210,7 +1212,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         import psutil  # noqa: F401
     except ImportError:
-        print("psutil is not installed (pip install -e '.[bench]'): peak memory not reported")
+        if not args.tokenizer_costs:
+            print("psutil is not installed (pip install -e '.[bench]'): peak memory not reported")
     info = machine_info()
     print("machine: " + ", ".join(f"{k}={v}" for k, v in info.items()))
     if args.input:
