@@ -2,15 +2,16 @@
 
 `LineTokenizer(name)` turns an Arrow array of lines into `Tokens`: the `str.split()` tokens of
 sacrebleu's tokenized line, for every line at once. 13a, the default and by far the most used,
-runs as Arrow compute kernels over the whole array: sacrebleu's own steps, in its order, with
-its regular expressions (RE2 gives them the same meaning: ASCII classes, left-to-right
-non-overlapping replacement). Every other tokenizer is sacrebleu 2.6's class, called per line.
-The tests prove both identical to sacrebleu, on generated and real text.
+zh and intl run as Arrow compute kernels over the whole array (`kernels.py`): sacrebleu's own
+steps, in its order, with its regular expressions, character ranges and Unicode classes. ja-mecab and ko-mecab call
+sacrebleu's MeCab tagger once per distinct line and do the rest for the whole array. Every
+other tokenizer is sacrebleu 2.6's class, called per line. The tests prove each identical to
+sacrebleu, on generated and real text.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Optional
 
 import numpy as np
@@ -21,24 +22,13 @@ from sacrebleu.tokenizers.tokenizer_spm import SPM_MODELS, TokenizerSPM
 
 from .config import SPM_TOKENIZERS
 from .errors import ModelFileError
+from .kernels import PYTHON_WHITESPACE, tokenize_13a, tokenize_intl, tokenize_zh
 
-# What str.split() and str.rstrip() treat as whitespace. Arrow's ascii_split_whitespace splits on
-# the ASCII ones only, so the others are first made spaces.
-PYTHON_WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
+# Arrow's ascii_split_whitespace splits on the ASCII whitespace only, so the rest of what
+# str.split() splits on is first made spaces.
 _ASCII_WHITESPACE = " \t\n\v\f\r"
 _OTHER_WHITESPACE = "[" + "".join(
     f"\\x{{{ord(c):x}}}" for c in PYTHON_WHITESPACE if c not in _ASCII_WHITESPACE) + "]"
-
-# sacrebleu 2.6's TokenizerRegexp, as (pattern, replacement). The first pads each character of
-# its class with spaces; the class here leaves out the space itself, which padding only turns
-# into more spaces (same tokens, a third of the replacements).
-_13A_ENTITIES = (("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"))
-_13A_REGEXES = (
-    (r"([\{-\~\[-\`!-\&\(-\+\:-\@\/])", r" \1 "),
-    (r"([^0-9])([\.,])", r"\1 \2 "),   # period and comma unless preceded by a digit
-    (r"([\.,])([^0-9])", r" \1 \2"),   # period and comma unless followed by a digit
-    (r"([0-9])(-)", r"\1 \2 "),        # dash after a digit
-)
 
 
 @dataclass
@@ -66,14 +56,20 @@ def split_tokens(lines: pa.Array) -> Tokens:
                   len(lines), encoded.dictionary)
 
 
-def tokenize_13a(lines: pa.Array) -> pa.Array:
-    """sacrebleu's Tokenizer13a (with its TokenizerRegexp) on every line of an array."""
-    for old, new in (("<skipped>", ""), ("-\n", ""), ("\n", " ")) + _13A_ENTITIES:
-        lines = pc.replace_substring(lines, old, new)
-    lines = pc.binary_join_element_wise("", lines, "", " ")  # f" {line} "
-    for pattern, replacement in _13A_REGEXES:
-        lines = pc.replace_substring_regex(lines, pattern, replacement)
-    return lines
+# The tokenizers that run as Arrow kernels over a whole array; the others run per line.
+KERNELS = {"13a": tokenize_13a, "zh": tokenize_zh, "intl": tokenize_intl}
+MECAB_TOKENIZERS = ("ja-mecab", "ko-mecab")
+
+
+def parse_distinct_lines(parse: Callable[[str], str], lines: pa.Array) -> pa.Array:
+    """sacrebleu's TokenizerJaMecab and TokenizerKoMecab, `tagger.parse(line.strip()).strip()`,
+    for a whole array: the strip is done by Arrow, each distinct line is parsed once (MeCab's
+    parse is a function of its line alone, as sacrebleu's own cache of it assumes), and the
+    final strip is left to the split, which drops whitespace at either end anyway. Only the
+    call into MeCab stays per line."""
+    encoded = pc.utf8_trim(lines, characters=PYTHON_WHITESPACE).dictionary_encode()
+    parsed = pa.array([parse(text) for text in encoded.dictionary.to_pylist()], pa.string())
+    return parsed.take(encoded.indices)
 
 
 class LocalModelSPMTokenizer(TokenizerSPM):
@@ -114,10 +110,13 @@ class LineTokenizer:
 
     def __call__(self, lines: pa.Array) -> Tokens:
         """`lines`: a string array without nulls."""
-        if self.name == "13a":
-            if self.lowercase:
+        kernel = KERNELS.get(self.name)
+        if self.name in MECAB_TOKENIZERS:
+            kernel = partial(parse_distinct_lines, self.tokenizer.tagger.parse)
+        if kernel is not None:
+            if self.lowercase:  # Python's str.lower(), which Arrow's utf8_lower does not match
                 lines = pa.array([line.lower() for line in lines.to_pylist()], pa.string())
-            lines = tokenize_13a(pc.utf8_rtrim(lines, characters=PYTHON_WHITESPACE))
+            lines = kernel(pc.utf8_rtrim(lines, characters=PYTHON_WHITESPACE))
         else:
             texts = lines.to_pylist()
             if self.lowercase:

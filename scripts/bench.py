@@ -35,6 +35,8 @@ Examples::
     python scripts/bench.py --rows 10000000 --paths a2,b,c --json /tmp/bench-10m.json
     python scripts/bench.py --input ../shared/data/wmt22.parquet
     python scripts/bench.py --smoke            # identity guard only, a few thousand rows
+    python scripts/bench.py --input ../shared/data/wmt22.parquet --tokenizer-costs \
+        --job-root /tmp/old                    # us per row per langpair, two checkouts, one process
 
 Exit codes: 0 ok, 1 results differ, 2 a path failed to run.
 
@@ -1040,6 +1042,137 @@ def ensure_stats_table(workdir: Path, n_rows: int, seed: int = 7) -> Path:
     return folder
 
 
+# --------------------------------------------------------------------------------------------
+# Per-tokenizer cost in one process: this checkout against another (--job-root)
+# --------------------------------------------------------------------------------------------
+
+def load_checkout(root: Path, alias: str):
+    """The bleu_spark package of checkout `root`, imported as `alias`, so that two checkouts run
+    side by side in one process (the package imports itself only relatively)."""
+    import importlib
+    import importlib.util
+
+    init = root / "bleu_spark" / "__init__.py"
+    spec = importlib.util.spec_from_file_location(alias, init,
+                                                  submodule_search_locations=[str(init.parent)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[alias] = module
+    spec.loader.exec_module(module)
+    return importlib.import_module(alias + ".stats"), importlib.import_module(alias + ".tokenizers")
+
+
+class _TimedTokenizer:
+    """A LineTokenizer that adds up the time spent in it."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.seconds = tokenizer, 0.0
+
+    def __call__(self, lines):
+        start = time.perf_counter()
+        tokens = self.tokenizer(lines)
+        self.seconds += time.perf_counter() - start
+        return tokens
+
+
+def _cost_batches(input_path: Path, langpairs: Optional[List[str]], batch_rows: int, order: str):
+    """(langpair, [(candidates, references) batches]) of the rows the job scores: `file` order,
+    or `segment` order (the rows of a segment side by side, as when references are brought
+    together)."""
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(str(input_path), columns=["langpair", "seg_id", "candidate", "references"])
+    table = table.filter(_valid_rows(table))
+    for langpair in langpairs or sorted(pc.unique(table["langpair"]).to_pylist()):
+        rows = table.filter(pc.equal(table["langpair"], langpair))
+        if order == "segment":
+            rows = rows.take(pc.sort_indices(rows, [("seg_id", "ascending")]))
+        cands, refs = rows["candidate"].combine_chunks(), rows["references"].combine_chunks()
+        starts = np.arange(0, rows.num_rows, batch_rows)
+        yield langpair, [(cands.slice(i, batch_rows), refs.slice(i, batch_rows)) for i in starts]
+
+
+def _time_batches(stats_mod, tokenizers_mod, name: str, batches) -> Tuple[float, float, list]:
+    """Seconds in segment_statistics and in its tokenizer over all batches, and the statistics.
+    A fresh tokenizer per batch, as the job builds one per partition."""
+    total = tokenizing = 0.0
+    results = []
+    for cands, refs in batches:
+        tok = _TimedTokenizer(tokenizers_mod.LineTokenizer(name))
+        start = time.perf_counter()
+        results.append(stats_mod.segment_statistics(cands, refs, tok, 4).stats)
+        total += time.perf_counter() - start
+        tokenizing += tok.seconds
+    return total, tokenizing, results
+
+
+def tokenizer_costs(input_path: Path, other_root: Optional[Path], langpairs, batch_rows: int,
+                    repeats: int, order: str, tokenize: str = "auto") -> Tuple[List[Dict[str, Any]], bool]:
+    """Per langpair, microseconds per row of segment_statistics (and of its tokenizer) for this
+    checkout and `other_root`, both in this process, alternating, best of `repeats`. Checks the
+    two give identical statistics."""
+    import numpy as np
+
+    checkouts = {"new": load_checkout(REPO, "bleu_spark_new")}
+    if other_root is not None:
+        checkouts["old"] = load_checkout(other_root, "bleu_spark_old")
+    table, identical = [], True
+    for langpair, batches in _cost_batches(input_path, langpairs, batch_rows, order):
+        name = auto_tokenize(langpair, tokenize)
+        n_rows = sum(len(c) for c, _ in batches)
+        best: Dict[str, Tuple[float, float]] = {}
+        outputs: Dict[str, list] = {}
+        for _ in range(repeats):
+            for label, (stats_mod, tok_mod) in checkouts.items():
+                total, tokenizing, outputs[label] = _time_batches(stats_mod, tok_mod, name, batches)
+                if label not in best or total < best[label][0]:
+                    best[label] = (total, tokenizing)
+        same = len(outputs) < 2 or all(np.array_equal(a, b) for a, b in zip(outputs["new"], outputs["old"]))
+        identical = identical and same
+        row = {"langpair": langpair, "tokenize": name, "rows": n_rows, "identical": same}
+        for label, (total, tokenizing) in best.items():
+            row[f"{label}_us_per_row"] = total / n_rows * 1e6
+            row[f"{label}_tokenize_us_per_row"] = tokenizing / n_rows * 1e6
+        table.append(row)
+    return table, identical
+
+
+def print_costs(table: List[Dict[str, Any]]) -> None:
+    has_old = any("old_us_per_row" in r for r in table)
+    hdr = f"{'langpair':<8} {'tokenizer':<9} {'rows':>7} {'new us/row':>10} {'(tokenize)':>10}"
+    if has_old:
+        hdr += f" {'old us/row':>10} {'(tokenize)':>10} {'old/new':>7} {'same stats':>10}"
+    print(hdr)
+    print("-" * len(hdr))
+    for r in table:
+        line = (f"{r['langpair']:<8} {r['tokenize']:<9} {r['rows']:>7,} {r['new_us_per_row']:>10.1f} "
+                f"{r['new_tokenize_us_per_row']:>10.1f}")
+        if has_old:
+            line += (f" {r['old_us_per_row']:>10.1f} {r['old_tokenize_us_per_row']:>10.1f} "
+                     f"{r['old_us_per_row'] / r['new_us_per_row']:>7.2f} {str(r['identical']):>10}")
+        print(line)
+
+
+def run_costs(args, input_path: Path, info: Dict[str, Any]) -> int:
+    job_root = Path(args.job_root).resolve()
+    other = None if job_root == REPO else job_root
+    langpairs = [x for x in args.cost_langpairs.split(",") if x] if args.cost_langpairs else None
+    print(f"per-row cost in one process, batches of {args.batch_rows:,} rows in {args.cost_order} "
+          f"order, best of {args.repeats}; new = {REPO} ({_git_describe(REPO)})"
+          + (f", old = {other} ({_git_describe(other)})" if other else ""), flush=True)
+    table, identical = tokenizer_costs(input_path, other, langpairs, args.batch_rows, args.repeats,
+                                       args.cost_order, args.tokenize)
+    if not identical:
+        print("statistics of the two checkouts DIFFER: " + ", ".join(
+            r["langpair"] for r in table if not r["identical"]))
+    print_costs(table)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps({"machine": info, "input": str(input_path),
+                                                   "costs": table}, indent=1))
+    return 0 if identical else 1
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "_score":
@@ -1087,6 +1220,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--n-bootstrap", type=int, default=1000, help="replicates of path d (default 1000)")
     ap.add_argument("--stats-rows", type=int, default=100_000,
                     help="rows of path g's generated statistics table (default 100000)")
+    ap.add_argument("--tokenizer-costs", action="store_true",
+                    help="instead of the paths: microseconds per row of the statistics of each "
+                         "langpair (and of their tokenizer) in one process, for this checkout "
+                         "and, side by side, the --job-root checkout; exit 1 if their "
+                         "statistics differ")
+    ap.add_argument("--batch-rows", type=int, default=10_000,
+                    help="rows per batch for --tokenizer-costs (default 10000)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="--tokenizer-costs: rounds, alternating the checkouts; the best counts "
+                         "(default 3)")
+    ap.add_argument("--cost-order", choices=["file", "segment"], default="file",
+                    help="--tokenizer-costs: rows in file order, or each segment's rows side by "
+                         "side as when references are brought together (default file)")
+    ap.add_argument("--cost-langpairs", default=None,
+                    help="--tokenizer-costs: comma list of langpairs (default all)")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny corpus (2,000 rows), identity guard only, no speed table")
     args = ap.parse_args(argv)
@@ -1100,7 +1248,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args.systems = min(args.systems, 5)
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    if "a3" in paths:
+    if "a3" in paths and not args.tokenizer_costs:
         try:
             import bleuscore  # noqa: F401
         except ImportError:
@@ -1110,7 +1258,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         import psutil  # noqa: F401
     except ImportError:
-        print("psutil is not installed (pip install -e '.[bench]'): peak memory not reported")
+        if not args.tokenizer_costs:
+            print("psutil is not installed (pip install -e '.[bench]'): peak memory not reported")
     info = machine_info()
     print("machine: " + ", ".join(f"{k}={v}" for k, v in info.items()))
     if args.input:
@@ -1125,6 +1274,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     n_rows = pq.ParquetDataset(str(input_path)).read(columns=["seg_id"]).num_rows
     corpus_meta["rows"] = n_rows
     print(f"input: {input_path} ({n_rows:,} rows)")
+    if args.tokenizer_costs:
+        return run_costs(args, input_path, info)
 
     env = dict(os.environ)
     env.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -114,3 +114,16 @@ def test_bench_smoke_runs_the_identity_guard(tmp_path):
     assert report["identity"]["passed"] is True
     assert report["identity"]["paths"] == ["a1", "a2", "b", "c"]
     assert all(report["runs"][p]["returncode"] == 0 for p in ("a1", "a2", "b", "c"))
+
+
+def test_tokenizer_costs_times_two_checkouts_and_checks_their_statistics(bench):
+    """This checkout against itself, loaded a second time under another name: every batch's
+    statistics are compared, and every valid row is timed once per checkout."""
+    from pathlib import Path
+
+    sample = Path(ROOT) / "samples" / "wmt22_sample.parquet"
+    table, identical = bench.tokenizer_costs(sample, Path(ROOT), ["en-zh", "de-en"], 700, 1, "segment")
+    assert identical and [r["langpair"] for r in table] == ["en-zh", "de-en"]
+    assert [r["tokenize"] for r in table] == ["zh", "13a"]
+    assert [r["rows"] for r in table] == [1963, 1359]
+    assert all(r["old_us_per_row"] > r["old_tokenize_us_per_row"] > 0 for r in table)

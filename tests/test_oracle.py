@@ -10,7 +10,7 @@ from bleu_spark import BleuConfig, corpus_bleu
 from bleu_spark.config import SPM_TOKENIZERS, TOKENIZERS
 from bleu_spark.oracle import sacrebleu_score
 from conftest import SAMPLE, WORDS
-from matching import assert_matches_sacrebleu
+from matching import assert_matches_sacrebleu, assert_tokens_are_sacrebleus
 
 # Whitespace that str.split() splits on (and sacrebleu with it), a zero-width space that it does
 # not, a byte-order mark, and a tab.
@@ -103,21 +103,6 @@ def test_weights_change_the_signature_and_uniform_ones_do_not():
 
 ALPHABET = st.sampled_from(list(" !\"#$%&'()*+,-./0123456789:;<=>?@[\\]^_`{|}~aZé猫\n\t") + ODD_CHARS
                            + ["&amp;", "&quot;", "&lt;", "&gt;", "<skipped>", "-\n"])
-
-
-def assert_tokens_are_sacrebleus(name, lines, lowercase=False):
-    """LineTokenizer's tokens equal sacrebleu's `tokenizer(line.rstrip()).split()`, line by line."""
-    import pyarrow as pa
-    from sacrebleu.metrics.bleu import BLEU
-
-    from bleu_spark.tokenizers import LineTokenizer
-
-    tokens = LineTokenizer(name, lowercase)(pa.array(lines, pa.string()))
-    ours = [[] for _ in lines]
-    for line, token in zip(tokens.line.tolist(), tokens.vocabulary.take(tokens.ids).to_pylist()):
-        ours[line].append(token)
-    sacrebleu_bleu = BLEU(tokenize=name, lowercase=lowercase)
-    assert ours == [sacrebleu_bleu._preprocess_segment(line).split() for line in lines]
 
 
 @settings(max_examples=3000, deadline=None)
