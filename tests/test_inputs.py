@@ -202,3 +202,22 @@ def test_a_join_key_matching_two_array_rows_is_ambiguous_under_both_policies(spa
     assert result.run["rows"]["rejected_by_reason"] == {"ambiguous_reference": 2}
     assert {(r["system"], r["seg_id"]) for r in pq.read_table(tmp_path / "out" / "rejected").to_pylist()} \
         == {("A", 2), ("B", 2)}
+
+
+def test_references_are_brought_together_only_when_rows_share_them(spark, tmp_path):
+    shared = [dict(c, references=list(REFS[c["langpair"], c["seg_id"]])) for c in CANDIDATES]
+    together = run(spark, tmp_path, shared, "shared")
+    assert together.run["layout"]["colocated"] and together.run["layout"]["rows_per_reference_set"] > 1.5
+    # logs: one system per segment, every reference set its own: scored where the rows lie
+    logs = [dict(c, seg_id=i, references=[f"{c['candidate']} {i}"]) for i, c in enumerate(CANDIDATES)]
+    apart = run(spark, tmp_path, logs, "logs")
+    assert not apart.run["layout"]["colocated"] and apart.run["layout"]["rows_per_reference_set"] < 1.5
+    forced = run(spark, tmp_path, logs, "forced", colocate_references="always")
+    assert forced.run["layout"]["colocated"]
+    assert forced.run["tasks"]["shuffle_write_bytes"] > apart.run["tasks"]["shuffle_write_bytes"]
+    assert by_group(forced) == by_group(apart)
+    for key, row in by_group(apart).items():
+        group = [r for r in logs if (r["system"], r["langpair"]) == key]
+        assert_matches_sacrebleu(row, sacrebleu_score([r["candidate"] for r in group],
+                                                      [r["references"] for r in group],
+                                                      BleuConfig(), langpair=key[1]))
