@@ -1431,8 +1431,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 f"{k} {v:.1f}" for k, v in sorted(cpu.items(), key=lambda kv: -kv[1]) if v >= 0.05))
         jr = runs.get(p, {}).get("job_run")
         if jr:
-            keep = {k: jr[k] for k in ("rows", "timings", "spark") if k in jr}
-            print(f"{p} run.json: " + json.dumps(keep)[:600])
+            keep = {k: jr[k] for k in ("rows", "timings", "layout", "tasks", "input_bytes")
+                    if k in jr}
+            print(f"{p} run.json: " + json.dumps(keep)[:900])
+            if jr.get("input_bytes") and "tasks" in jr:
+                print(f"{p} shuffle bytes written per input byte: "
+                      f"{jr['tasks'].get('shuffle_write_bytes', 0) / jr['input_bytes']:.4f}")
     return 0
 
 
