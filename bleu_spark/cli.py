@@ -26,6 +26,51 @@ DEFAULTS = {
 }
 
 
+# What each job-file key holds, checked when the file is loaded (YAML gives any type): a kind
+# names the check and the words the error uses. Null means "not set" (the default applies).
+STRING, BOOLEAN, INTEGER, NUMBER = "string", "boolean", "integer", "number"
+COLUMNS = "string or list of strings"
+NUMBERS = "string or list of numbers"
+SETS = "string or list of (string or list of strings)"
+JOB_FILE_KINDS = {
+    "input": STRING, "output": STRING, "group_by": COLUMNS, "tokenize": STRING,
+    "lowercase": BOOLEAN, "smooth_method": STRING, "smooth_value": NUMBER,
+    "max_ngram_order": INTEGER, "effective_order": BOOLEAN, "weights": NUMBERS,
+    "spm_model": STRING, "candidate_col": STRING, "references_col": COLUMNS,
+    "langpair_col": STRING, "references": STRING, "join_on": COLUMNS, "segment_key": COLUMNS,
+    "on_invalid": STRING, "progress_seconds": NUMBER, "grouping_sets": SETS,
+    "partition_by": COLUMNS, "report": BOOLEAN,
+    "confidence": BOOLEAN, "bootstrap_method": STRING, "n_bootstrap": INTEGER, "seed": INTEGER,
+    "paired_bs": BOOLEAN, "paired_ar": BOOLEAN, "baseline": STRING, "n_ar_trials": INTEGER,
+    "colocate_references": STRING,
+}
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_columns(value) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
+_KIND_CHECKS = {
+    STRING: lambda v: isinstance(v, str),
+    BOOLEAN: lambda v: isinstance(v, bool),  # a real YAML boolean: "no" is a string, not False
+    INTEGER: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    NUMBER: _is_number,
+    COLUMNS: _is_columns,
+    NUMBERS: lambda v: isinstance(v, str) or (isinstance(v, list) and all(map(_is_number, v))),
+    SETS: lambda v: isinstance(v, str) or (isinstance(v, list) and all(map(_is_columns, v))),
+}
+
+
+def _yaml_type(value) -> str:
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "list",
+             dict: "mapping"}
+    return names.get(type(value), type(value).__name__)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit code 2, not argparse's usage dump
         raise UsageError(message)
@@ -152,11 +197,17 @@ def load_job_file(path: str) -> dict:
         raise ConfigFileError(f"job file {path} is not valid YAML: {exc}".replace("\n", " ")) from None
     if not isinstance(values, dict):
         raise ConfigFileError(f"job file {path} must be a mapping of option: value")
-    values = {key.replace("-", "_"): value for key, value in values.items()}
-    unknown = sorted(set(values) - set(DEFAULTS))
+    values = {key.replace("-", "_") if isinstance(key, str) else key: value
+              for key, value in values.items()}
+    unknown = sorted(set(values) - set(DEFAULTS), key=str)
     if unknown:
-        raise ConfigFileError(f"job file {path} has unknown keys: {', '.join(unknown)}")
-    return values
+        raise ConfigFileError(f"job file {path} has unknown keys: {', '.join(map(str, unknown))}")
+    wrong = [f"{key} is {_yaml_type(value)} {value!r}, expected {JOB_FILE_KINDS[key]}"
+             for key, value in values.items()
+             if value is not None and not _KIND_CHECKS[JOB_FILE_KINDS[key]](value)]
+    if wrong:
+        raise ConfigFileError(f"job file {path}: {'; '.join(wrong)}")
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def effective_settings(args: argparse.Namespace) -> dict:
