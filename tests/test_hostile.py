@@ -47,3 +47,45 @@ def test_job_file_booleans_and_nulls_are_taken_as_meant(tmp_path):
 
 def test_every_job_file_key_has_a_kind():
     assert set(cli.JOB_FILE_KINDS) == set(cli.DEFAULTS)
+
+
+# --- n-gram orders and weights ---------------------------------------------------------------
+
+@pytest.mark.parametrize("order", ["20000", "11", "0", "-1"])
+def test_max_ngram_order_out_of_range_is_exit_2(tmp_path, capsys, order):
+    code = main(["score", "--input", "in.parquet", "--output", str(tmp_path / "out"),
+                 "--max-ngram-order", order])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"max n-gram order must be an integer from 1 to 10, got {order}" in err
+
+
+def test_max_ngram_order_10_is_sacrebleus_score():
+    import sacrebleu
+    from bleu_spark import corpus_bleu
+
+    cands = ["a b c d e f g h i j k l", "a b c d e f g h i j k m n"]
+    refs = [["a b c d e f g h i j k l"], ["a b c d e f g h i j k m x"]]
+    ours = corpus_bleu(cands, refs, max_ngram_order=10, tokenize="13a")
+    theirs = sacrebleu.BLEU(max_ngram_order=10).corpus_score(cands, [[r[0] for r in refs]])
+    assert ours.score == theirs.score and ours.counts == theirs.counts
+
+
+def test_effective_order_with_all_weight_on_absent_orders_scores_0():
+    from bleu_spark import corpus_bleu
+
+    short = dict(candidates=["a b", "c d"], references=[["a b"], ["c d"]])
+    weighted = corpus_bleu(**short, effective_order=True, weights=(0, 0, 0, 1))
+    assert weighted.score == 0.0 and weighted.totals == [4, 2, 0, 0]
+    # ... which is what the same weights give without effective order
+    assert corpus_bleu(**short, weights=(0, 0, 0, 1)).score == weighted.score
+
+
+def test_effective_order_with_weights_on_present_orders_equals_sacrebleu():
+    import sacrebleu
+    from bleu_spark import corpus_bleu
+
+    cands, refs = ["a b", "c e"], ["a b", "c d"]
+    ours = corpus_bleu(cands, [[r] for r in refs], effective_order=True, weights=(0.5, 0.5, 0, 0))
+    theirs = sacrebleu.BLEU(max_ngram_order=2, effective_order=True).corpus_score(cands, [refs])
+    assert ours.score == pytest.approx(theirs.score, rel=1e-12) and ours.score > 0
