@@ -89,3 +89,92 @@ def test_effective_order_with_weights_on_present_orders_equals_sacrebleu():
     ours = corpus_bleu(cands, [[r] for r in refs], effective_order=True, weights=(0.5, 0.5, 0, 0))
     theirs = sacrebleu.BLEU(max_ngram_order=2, effective_order=True).corpus_score(cands, [refs])
     assert ours.score == pytest.approx(theirs.score, rel=1e-12) and ours.score > 0
+
+
+# --- invalid UTF-8 in text columns -----------------------------------------------------------
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from conftest import ROOT
+
+
+def unchecked_strings(values):
+    """A string array holding bytes as given, valid UTF-8 or not (as a foreign writer may)."""
+    data = b"".join(v or b"" for v in values)
+    offsets = np.cumsum([0] + [len(v or b"") for v in values]).astype(np.int32)
+    validity = pa.array([v is not None for v in values]).buffers()[1]
+    return pa.Array.from_buffers(pa.string(), len(values), [validity, pa.py_buffer(offsets.tobytes()),
+                                                            pa.py_buffer(data)])
+
+
+UTF8_ROWS = [  # candidate, references (bytes); the third and fifth rows are not UTF-8
+    (b"the cat sat on the mat", [b"the cat sat on a mat"]),
+    (b"a dog was big", [b"a big dog", b"the dog was big"]),
+    (b"bad \xff bytes here", [b"bad bytes here"]),
+    (b"caf\xc3\xa9 is open", [b"the caf\xc3\xa9 is open"]),
+    (b"the storm was massive", [b"fine", b"the storm was \xe2\x82 massive"]),
+]
+
+
+def utf8_table(path):
+    refs = [r for _, rs in UTF8_ROWS for r in rs]
+    offsets = pa.array(np.cumsum([0] + [len(rs) for _, rs in UTF8_ROWS]).astype(np.int32))
+    table = pa.table({"system": ["A"] * len(UTF8_ROWS), "seg_id": list(range(len(UTF8_ROWS))),
+                      "candidate": unchecked_strings([c for c, _ in UTF8_ROWS]),
+                      "references": pa.ListArray.from_arrays(offsets, unchecked_strings(refs))})
+    pq.write_table(table, path)
+    return str(path)
+
+
+def run_cli(*args, env=None, **kwargs):
+    return subprocess.run([sys.executable, "-m", "bleu_spark", "score", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, **(env or {})), **kwargs)
+
+
+def test_invalid_utf8_reason_for_whole_arrays():
+    from bleu_spark.rows import rejection_reasons
+
+    refs = [r for _, rs in UTF8_ROWS for r in rs]
+    offsets = pa.array(np.cumsum([0] + [len(rs) for _, rs in UTF8_ROWS]).astype(np.int32))
+    reasons = rejection_reasons(unchecked_strings([c for c, _ in UTF8_ROWS]),
+                                pa.ListArray.from_arrays(offsets, unchecked_strings(refs)))
+    assert reasons.to_pylist() == [None, None, "invalid_utf8", None, "invalid_utf8"]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("tokenize", ["13a", "intl"])
+def test_invalid_utf8_rows_are_quarantined_and_the_rest_scored_as_sacrebleu(spark, tmp_path, tokenize):
+    import sacrebleu
+    from bleu_spark import BleuConfig
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    path = utf8_table(tmp_path / "in.parquet")
+    result = run_job(spark, JobOptions(input=path, output=str(tmp_path / "out"), on_invalid="quarantine",
+                                       config=BleuConfig(tokenize=tokenize)))
+    assert result.run["rows"]["rejected_by_reason"] == {"invalid_utf8": 2}
+    good = [(c.decode(), [r.decode() for r in rs]) for i, (c, rs) in enumerate(UTF8_ROWS) if i not in (2, 4)]
+    theirs = sacrebleu.BLEU(tokenize=tokenize).corpus_score(
+        [c for c, _ in good], [[rs[0] for _, rs in good], [rs[1] if len(rs) > 1 else None for _, rs in good]])
+    [row] = result.scores
+    assert row["score"] == theirs.score and row["n_segments"] == 3 and row["n_rejected"] == 2
+    rejected = pq.read_table(tmp_path / "out" / "rejected")
+    assert rejected["reason"].to_pylist() == ["invalid_utf8"] * 2
+
+
+@pytest.mark.e2e
+def test_invalid_utf8_with_fail_is_exit_7_one_line(tmp_path):
+    path = utf8_table(tmp_path / "in.parquet")
+    result = run_cli("--input", path, "--output", str(tmp_path / "out"), "--tokenize", "intl",
+                     "--progress-seconds", "0")
+    assert result.returncode == 7, result.stderr[-3000:]
+    lines = [l for l in result.stderr.splitlines() if l.startswith("bleu-spark:")]
+    assert len(lines) == 1 and "2 rows cannot be scored (invalid_utf8: 2)" in lines[0]
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
