@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import uuid
 from typing import Dict, Optional, Sequence
@@ -68,6 +69,24 @@ def check_partition_columns(schema: pa.Schema, partition_by: Sequence[str]) -> N
                              f"integer, date or boolean column")
 
 
+def _finite(value):
+    """JSON has no NaN or infinity: a non-finite float (a double group key, say) is written as the
+    string "NaN", "Infinity" or "-Infinity", so the file stays JSON and null keeps its meaning."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_bytes(value) -> bytes:
+    """What every JSON file of a result holds: strict JSON (no bare NaN), dates as text."""
+    return json.dumps(_finite(value), indent=2, ensure_ascii=False, default=str,
+                      allow_nan=False).encode() + b"\n"
+
+
 def read_marker(fs, path: str) -> Optional[dict]:
     try:
         with fs.open_input_stream(f"{path}/{MARKER}") as stream:
@@ -98,7 +117,7 @@ class _Output:
         return "file://" + self.staging
 
     def write_json(self, name: str, value) -> None:
-        self.write_bytes(name, json.dumps(value, indent=2, ensure_ascii=False, default=str).encode() + b"\n")
+        self.write_bytes(name, json_bytes(value))
 
     def write_bytes(self, name: str, data: bytes) -> None:
         with self.fs.open_output_stream(f"{self.staging}/{name}") as out:
@@ -256,8 +275,7 @@ class PartitionedOutput(_Output):
     def _replace_file(self, name: str, value) -> None:
         staged = f"{self.staging}/{name}"
         self.fs.create_dir(os.path.dirname(staged), recursive=True)
-        data = value.encode() if isinstance(value, str) else (
-            json.dumps(value, indent=2, ensure_ascii=False, default=str).encode() + b"\n")
+        data = value.encode() if isinstance(value, str) else json_bytes(value)
         with self.fs.open_output_stream(staged) as out:
             out.write(data)
         self._move_file(name)

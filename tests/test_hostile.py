@@ -178,3 +178,38 @@ def test_invalid_utf8_with_fail_is_exit_7_one_line(tmp_path):
     lines = [l for l in result.stderr.splitlines() if l.startswith("bleu-spark:")]
     assert len(lines) == 1 and "2 rows cannot be scored (invalid_utf8: 2)" in lines[0]
     assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+
+
+# --- group keys come out as they went in -----------------------------------------------------
+
+@pytest.mark.e2e
+def test_group_keys_keep_value_and_type_whatever_the_time_zone_and_json_stays_json(tmp_path):
+    import datetime
+    import decimal
+
+    day = datetime.datetime(2024, 1, 1, 23, 0, tzinfo=datetime.timezone.utc)
+    schema = pa.schema([("system", pa.string()), ("day", pa.timestamp("us", tz="UTC")),
+                        ("price", pa.decimal128(10, 2)), ("rating", pa.float64()),
+                        ("candidate", pa.string()), ("references", pa.list_(pa.string()))])
+    rows = [{"system": "A", "day": day, "price": decimal.Decimal("12.50"),
+             "rating": float("nan") if i < 2 else 1.0, "candidate": None if i == 1 else "the cat sat",
+             "references": ["the cat sat on"]} for i in range(4)]
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+    out = tmp_path / "out"
+    result = run_cli("--input", str(path), "--output", str(out), "--group-by", "system,day,price,rating",
+                     "--on-invalid", "quarantine", "--progress-seconds", "0", env={"TZ": "Asia/Kolkata"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    scores = pq.read_table(out / "scores")
+    assert scores.schema.field("day").type == pa.timestamp("us", tz="UTC")
+    assert scores.schema.field("price").type == pa.decimal128(10, 2)
+    assert scores["day"].cast(pa.int64()).to_pylist() == [int(day.timestamp() * 1e6)] * 2
+    assert scores["price"].to_pylist() == [decimal.Decimal("12.50")] * 2
+
+    def no_constants(name):
+        raise AssertionError(f"scores.json holds a bare {name}")
+    rows = json.loads((out / "scores.json").read_text(), parse_constant=no_constants)
+    by_rating = {r["rating"]: r for r in rows}
+    assert set(by_rating) == {1.0, "NaN"}  # one NaN group, written as a string
+    assert (by_rating["NaN"]["n_segments"], by_rating["NaN"]["n_rejected"]) == (1, 1)
+    assert by_rating["NaN"]["day"] == "2024-01-01 23:00:00+00:00"

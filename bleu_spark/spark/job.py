@@ -254,7 +254,8 @@ def preflight(options: JobOptions) -> None:
         if not missing:
             from pyspark.sql.pandas.types import to_arrow_schema
 
-            out.check_partition_columns(to_arrow_schema(schema), options.partition_by)
+            columns = T.StructType([schema[c] for c in options.partition_by])
+            out.check_partition_columns(to_arrow_schema(columns, timezone="UTC"), options.partition_by)
     if options.references:
         refs = io.local_schema(options.references, what="references")
         if refs is not None:
