@@ -87,6 +87,11 @@ class BleuConfig:
                                  f"pass --spm-model PATH (executors cannot download it)")
         if not os.path.isfile(self.spm_model):
             raise ModelFileError(f"SentencePiece model file not found: {self.spm_model}")
+        # Loaded once here, on the driver: a file that is not a model fails now with one line,
+        # not on every executor as a traceback.
+        from .tokenizers import build_tokenizer
+
+        build_tokenizer(tokenizer, self.spm_model)
         return self.spm_model
 
     def tokenizer_for(self, langpair: Optional[str]) -> str:

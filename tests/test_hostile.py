@@ -213,3 +213,36 @@ def test_group_keys_keep_value_and_type_whatever_the_time_zone_and_json_stays_js
     assert set(by_rating) == {1.0, "NaN"}  # one NaN group, written as a string
     assert (by_rating["NaN"]["n_segments"], by_rating["NaN"]["n_rejected"]) == (1, 1)
     assert by_rating["NaN"]["day"] == "2024-01-01 23:00:00+00:00"
+
+
+# --- default grouping and case ------------------------------------------------------------------
+
+def test_a_System_column_with_the_default_grouping_is_refused_with_the_right_name(tmp_path, capsys):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"System": ["A", "B"], "langpair": ["de-en"] * 2, "candidate": ["a b", "c"],
+                             "references": [["a b"], ["c"]]}), path)
+    code = main(["score", "--input", str(path), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 4 and err.count("\n") == 1
+    assert "input has no column system (the default grouping) but has System" in err
+    assert "--group-by System,langpair" in err
+    assert not (tmp_path / "out").exists()
+
+
+# --- SentencePiece model files ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("content", [b"not a model\n", bytes(range(256)) * 8])
+def test_a_file_that_is_not_a_sentencepiece_model_is_exit_6_before_spark(tmp_path, capsys, content):
+    model = tmp_path / "model.spm"
+    model.write_bytes(content)
+    code = main(["score", "--input", "in.parquet", "--output", str(tmp_path / "out"),
+                 "--tokenize", "flores200", "--spm-model", str(model)])
+    err = capsys.readouterr().err
+    assert code == 6 and err.count("\n") == 1
+    assert f"cannot load SentencePiece model {model}" in err and "Traceback" not in err
+
+
+def test_a_real_sentencepiece_model_still_loads(spm_model):
+    from bleu_spark import BleuConfig
+
+    assert BleuConfig(tokenize="flores200", spm_model=spm_model).spm_model == spm_model

@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 
 from .. import __version__, bootstrap, output as out, statstable, views
 from ..config import AUTO, BleuConfig
-from ..errors import InvalidRowsError, UsageError
+from ..errors import InvalidRowsError, MissingColumnError, UsageError
 from ..stats import stats_names
 from . import inputs, io
 from .progress import Progress
@@ -85,6 +85,16 @@ class JobResult:
 def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...]:
     if options.group_by is not None:
         return tuple(options.group_by)
+    for default in DEFAULT_GROUP_BY:
+        # Column names are case-sensitive: `System` is not `system`, and leaving it out of the
+        # default grouping would merge every system into one score without a word.
+        near = [c for c in columns if c.lower() == default and c != default]
+        if default not in columns and near:
+            present = [c for c in DEFAULT_GROUP_BY if c in columns]
+            suggested = ",".join([*present, *near] if default == "langpair" else [*near, *present])
+            raise MissingColumnError(
+                f"input has no column {default} (the default grouping) but has {near[0]}: column "
+                f"names are case-sensitive; pass --group-by {suggested} (or rename the column)")
     return tuple(c for c in DEFAULT_GROUP_BY if c in columns)
 
 
