@@ -167,6 +167,7 @@ def test_invalid_utf8_rows_are_quarantined_and_the_rest_scored_as_sacrebleu(spar
     assert row["score"] == theirs.score and row["n_segments"] == 3 and row["n_rejected"] == 2
     rejected = pq.read_table(tmp_path / "out" / "rejected")
     assert rejected["reason"].to_pylist() == ["invalid_utf8"] * 2
+    assert sorted(rejected["seg_id"].to_pylist()) == [2, 4]
 
 
 @pytest.mark.e2e
@@ -246,3 +247,67 @@ def test_a_real_sentencepiece_model_still_loads(spm_model):
     from bleu_spark import BleuConfig
 
     assert BleuConfig(tokenize="flores200", spm_model=spm_model).spm_model == spm_model
+
+
+# --- rejected rows keep the input's columns; unused columns of odd types ----------------------
+
+EXTRA_TYPES = {"u64": pa.uint64(), "u32": pa.uint32(), "tns": pa.timestamp("ns")}
+
+
+def table_with_extras(rows):
+    table = pa.Table.from_pylist(rows)
+    for name, kind in EXTRA_TYPES.items():
+        table = table.append_column(name, pa.array(list(range(len(rows))), pa.int64()).cast(kind))
+    return table
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("shape", ["inline", "wide", "joined"])
+def test_rejected_rows_keep_every_input_column_as_it_was(spark, tmp_path, shape):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    base = [{"system": "A", "langpair": "de-en", "testset": "t", "seg_id": i, "source": f"src {i}",
+             "candidate": None if i == 1 else "the cat sat"} for i in range(4)]
+    refs = [["the cat sat"], ["the cat"], [None], ["a cat sat"]]  # rows 1 and 2 are rejected
+    options = {}
+    if shape == "inline":
+        rows = [dict(r, references=ref) for r, ref in zip(base, refs)]
+    elif shape == "wide":
+        rows = [dict(r, ref_a=ref[0], ref_b="a cat" if i == 0 else None)
+                for i, (r, ref) in enumerate(zip(base, refs))]
+        options = dict(references_cols=("ref_a", "ref_b"))
+    else:
+        rows = base
+        ref_path = tmp_path / "refs.parquet"
+        pq.write_table(pa.Table.from_pylist([{"testset": "t", "langpair": "de-en", "seg_id": i,
+                                              "references": ref} for i, ref in enumerate(refs)]), ref_path)
+        options = dict(references=str(ref_path), join_on=("testset", "langpair", "seg_id"))
+    table = table_with_extras(rows)
+    path = tmp_path / "in.parquet"
+    pq.write_table(table, path)
+    result = run_job(spark, JobOptions(input=str(path), output=str(tmp_path / "out"),
+                                       on_invalid="quarantine", **options))
+    assert result.run["rows"]["rejected_by_reason"] == {"null_candidate": 1, "no_reference": 1}
+    rejected = pq.read_table(tmp_path / "out" / "rejected")
+    readable = [c for c in table.column_names if c != "tns"]  # Spark cannot read ns timestamps
+    assert rejected.column_names == [*readable, "reason"]
+    got = sorted(rejected.to_pylist(), key=lambda r: r["seg_id"])
+    want = [dict({c: r[c] for c in readable}, reason=reason)
+            for r, reason in zip(table.to_pylist()[1:3], ["null_candidate", "no_reference"])]
+    for row in got + want:
+        row["u64"], row["u32"] = int(row["u64"]), int(row["u32"])  # as Spark reads unsigned
+    assert got == want
+
+
+@pytest.mark.e2e
+def test_unused_columns_of_types_spark_arrow_lacks_do_not_fail_the_job(tmp_path):
+    rows = [{"system": "A", "langpair": "de-en", "candidate": "the cat sat on the mat", "references": ["the cat sat on the mat"]}]
+    path = tmp_path / "in.parquet"
+    pq.write_table(table_with_extras(rows), path)
+    result = run_cli("--input", str(path), "--output", str(tmp_path / "out"), "--progress-seconds", "0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "out" / "scores.json").read_text())[0]["score"] == pytest.approx(100.0)
+    # ... and a needed column of such a type is one line, exit 5
+    result = run_cli("--input", str(path), "--output", str(tmp_path / "out2"), "--group-by", "system,tns")
+    assert result.returncode == 5 and "input column tns is timestamp[ns], expected an atomic type" in result.stderr
+    assert "Traceback" not in result.stderr

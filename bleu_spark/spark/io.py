@@ -28,7 +28,6 @@ def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
     if not is_local(path):
         return None
     import pyarrow.dataset as ds
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     local = path[len("file://"):] if path.startswith("file://") else path
     matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local] * os.path.exists(local)
@@ -39,19 +38,67 @@ def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
                              partitioning="hive")
         if not dataset.files:
             raise InputNotFoundError(f"{what} path holds no Parquet files: {path}")
-        return from_arrow_schema(dataset.schema)
+        return spark_schema(dataset.schema)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"{what} is not readable Parquet: {path}: {exc}") from None
 
 
-def read_parquet(spark: SparkSession, path: str, what: str = "input",
-                 merge_schema: bool = False) -> DataFrame:
-    """A file, a folder or a glob; a path that matches nothing is a user error, not a trace.
-    `merge_schema`: files may hold different columns (statistics of several max orders)."""
+class UnreadableType(T.DataType):
+    """A Parquet column type Spark cannot read (nanosecond timestamps) or pyspark cannot name:
+    fine in a column the job never uses, a type error in one it needs."""
+
+    def __init__(self, arrow_type: pa.DataType):
+        self.arrow_type = arrow_type
+
+    def simpleString(self) -> str:
+        return str(self.arrow_type)
+
+
+# Unsigned integers as Spark's Parquet reader reads them (pyspark's Arrow conversion lacks them).
+_UNSIGNED = {pa.uint8(): T.ShortType(), pa.uint16(): T.IntegerType(), pa.uint32(): T.LongType(),
+             pa.uint64(): T.DecimalType(20, 0)}
+
+
+def _spark_type(arrow_type: pa.DataType) -> T.DataType:
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    if pa.types.is_timestamp(arrow_type) and arrow_type.unit == "ns":
+        return UnreadableType(arrow_type)
+    if arrow_type in _UNSIGNED:
+        return _UNSIGNED[arrow_type]
     try:
-        return spark.read.option("mergeSchema", str(merge_schema).lower()).parquet(path)
+        return from_arrow_type(arrow_type)
+    except (TypeError, ValueError):  # pyspark's PySparkTypeError is a TypeError
+        return UnreadableType(arrow_type)
+
+
+def spark_schema(arrow_schema: pa.Schema) -> T.StructType:
+    """The Spark schema of Parquet footers, each column as Spark reads it; a column Spark cannot
+    read has an `UnreadableType`, so only a rule that needs it fails."""
+    return T.StructType([T.StructField(f.name, _spark_type(f.type), f.nullable) for f in arrow_schema])
+
+
+def readable_schema(schema: Optional[T.StructType]) -> Optional[T.StructType]:
+    """The schema to read with when some columns are unreadable (Spark's own inference would
+    fail on them although they are never used): every other column. None: let Spark infer."""
+    if schema is None or not any(isinstance(f.dataType, UnreadableType) for f in schema.fields):
+        return None
+    return T.StructType([f for f in schema.fields if not isinstance(f.dataType, UnreadableType)])
+
+
+def read_parquet(spark: SparkSession, path: str, what: str = "input",
+                 merge_schema: bool = False, schema: Optional[T.StructType] = None) -> DataFrame:
+    """A file, a folder or a glob; a path that matches nothing is a user error, not a trace.
+    `merge_schema`: files may hold different columns (statistics of several max orders).
+    `schema`: read only these columns (see `readable_schema`)."""
+    try:
+        reader = spark.read.option("mergeSchema", str(merge_schema).lower())
+        return (reader.schema(schema) if schema is not None else reader).parquet(path)
     except AnalysisException as exc:
         condition = exc.getCondition() or ""
+        if condition.startswith("PARQUET_TYPE_ILLEGAL"):
+            raise ColumnTypeError(f"{what} has a column Spark cannot read: "
+                                  f"{str(exc).splitlines()[0]}") from None
         if condition.startswith("PATH_NOT_FOUND"):
             raise InputNotFoundError(f"{what} path not found: {path}") from None
         if condition.startswith("UNABLE_TO_INFER_SCHEMA"):

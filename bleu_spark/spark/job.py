@@ -220,7 +220,8 @@ class Measurement:
         return scored.select(columns).append_column(views.SEGMENT_ORDER, pa.array(rank))
 
     def rejected_frame(self) -> DataFrame:
-        frame = self.input.frame
+        """The rejected rows with every input column as read (not the internal ones), and `reason`."""
+        frame = self.input.whole if self.input.whole is not None else self.input.frame
         return frame.mapInArrow(rejected_rows(self.plan), rejected_schema(self.plan, frame.schema))
 
     def _failure_message(self) -> str:
@@ -277,7 +278,7 @@ def preflight(options: JobOptions) -> None:
 def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     started = time.time()
     run_id = out.new_run_id()
-    df = io.read_parquet(spark, options.input)
+    df = io.read_parquet(spark, options.input, schema=io.readable_schema(io.local_schema(options.input)))
     output = out.open_output(options.output, options.partition_by, run_id) if options.output else None
     if options.config.spm_model:
         spark.sparkContext.addFile(options.config.spm_model)
