@@ -3,12 +3,13 @@ codes, the console table."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import List, Optional
 
 from . import __version__
 from .config import AUTO, SMOOTH_DEFAULTS, TOKENIZERS, BleuConfig
-from .errors import BleuSparkError, ConfigFileError, UsageError
+from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
 
 PROG = "bleu-spark"
 
@@ -329,10 +330,11 @@ def run_score(args: argparse.Namespace) -> int:
     options = job_options(effective_settings(args))
     preflight(options)
     spark = spark_session()
+    install_signal_handlers()
     try:
         result = run_job(spark, options)
     finally:
-        spark.stop()
+        _stop_spark(spark)
     print(format_table(result.scores, _shown_columns(result.scores)))
     rows = result.run["rows"]
     if result.paired:
@@ -357,11 +359,12 @@ def run_aggregate(args: argparse.Namespace) -> int:
         from .spark.job import spark_session
 
         spark = spark_session()
+        install_signal_handlers()
     try:
         result = aggregate(options, spark)
     finally:
         if spark is not None:
-            spark.stop()
+            _stop_spark(spark)
     print(format_table(result.scores, _shown_columns(result.scores)))
     rows = result.run["rows"]
     if result.paired:
@@ -387,13 +390,53 @@ def _signatures(scores: List[dict]) -> str:
     return "; ".join(sorted({r["signature"] for r in scores if r["signature"]}))
 
 
+_received: List[int] = []  # the stop signals received, first first
+
+
+def _on_stop_signal(signum, frame):
+    first = not _received
+    _received.append(signum)
+    if first:  # later ones only wait for the cleanup the first one started
+        raise Interrupted(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGINT and SIGTERM stop the run the same way: the exception unwinds the job, which removes
+    its staging folder, and `main` exits with 128 + the signal number. Installed again once the
+    SparkContext is up, as pyspark puts its own SIGINT handler in place."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _on_stop_signal)
+
+
+def _stop_spark(spark) -> None:
+    if _received:  # the JVM may be going down with the same signal: stopping it is best effort
+        try:
+            spark.stop()
+        except Exception:
+            pass
+    else:
+        spark.stop()
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    install_signal_handlers()
     try:
         args = build_parser().parse_args(argv)
         return run_aggregate(args) if args.command == "aggregate" else run_score(args)
     except BleuSparkError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+        if not _received:
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        signum = _received[0]
+    except Interrupted as exc:
+        signum = exc.signum
+    except (KeyboardInterrupt, Exception):
+        # An interrupted Spark call fails in its own way (a cancelled job, a JVM gone): when a
+        # stop signal came, that is the interruption, not a bug.
+        if not _received:
+            raise
+        signum = _received[0]
+    stopped = Interrupted(signum)
+    print(f"{PROG}: error: interrupted by {stopped.name} (exit code {stopped.exit_code}); "
+          f"the run's staging folder is removed", file=sys.stderr)
+    return stopped.exit_code

@@ -179,6 +179,9 @@ def test_invalid_utf8_with_fail_is_exit_7_one_line(tmp_path):
     lines = [l for l in result.stderr.splitlines() if l.startswith("bleu-spark:")]
     assert len(lines) == 1 and "2 rows cannot be scored (invalid_utf8: 2)" in lines[0]
     assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+    # Spark's WARN lines: only those printed while the JVM starts, before the job can quiet them
+    warnings = [l for l in result.stderr.splitlines() if " WARN " in l]
+    assert all(" WARN Utils:" in l or " WARN NativeCodeLoader:" in l for l in warnings), warnings
 
 
 # --- group keys come out as they went in -----------------------------------------------------
@@ -311,3 +314,95 @@ def test_unused_columns_of_types_spark_arrow_lacks_do_not_fail_the_job(tmp_path)
     result = run_cli("--input", str(path), "--output", str(tmp_path / "out2"), "--group-by", "system,tns")
     assert result.returncode == 5 and "input column tns is timestamp[ns], expected an atomic type" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --- interrupted runs and leftovers ------------------------------------------------------------
+
+import glob
+import signal
+import time
+
+from conftest import SAMPLE
+
+
+def _start_and_signal(tmp_path, signum, to_group):
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "bleu_spark", "score", "--input", SAMPLE,
+                                "--output", str(out), "--progress-seconds", "0"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    deadline = time.time() + 120
+    while not glob.glob(str(tmp_path / ".out.staging-*")) and time.time() < deadline:
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.1)
+    time.sleep(3)  # well inside the Spark pass
+    assert process.poll() is None
+    if to_group:  # as Ctrl-C in a terminal: the whole foreground group, JVM and workers too
+        os.killpg(process.pid, signum)
+    else:         # as a scheduler stopping the task
+        process.send_signal(signum)
+    _, stderr = process.communicate(timeout=120)
+    return process.returncode, stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("signum,code,to_group", [(signal.SIGTERM, 143, False),
+                                                  (signal.SIGINT, 130, True)])
+def test_a_stop_signal_cleans_the_staging_folder_and_exits_with_its_code(tmp_path, signum, code, to_group):
+    returncode, stderr = _start_and_signal(tmp_path, signum, to_group)
+    assert returncode == code, stderr[-3000:]
+    ours = [l for l in stderr.splitlines() if l.startswith("bleu-spark:")]
+    assert ours == [f"bleu-spark: error: interrupted by {signal.Signals(signum).name} (exit code {code}); "
+                    f"the run's staging folder is removed"]
+    assert "Traceback" not in stderr and "\tat org.apache" not in stderr, stderr[-3000:]
+    assert os.listdir(tmp_path) == []
+
+
+def _output(tmp_path, partition_by=()):
+    from bleu_spark import output
+
+    return output.open_output(str(tmp_path / "out"), partition_by)
+
+
+@pytest.mark.parametrize("partition_by", [(), ("run_date",)])
+def test_stale_staging_folders_of_the_output_are_removed_live_ones_kept(tmp_path, partition_by):
+    import socket
+    from bleu_spark import output
+
+    first = _output(tmp_path, partition_by)
+    place, prefix = first._staging_place()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+
+    def staged(name, owner):
+        path = os.path.join(place, prefix + name)
+        os.makedirs(path)
+        if owner is not None:
+            with open(os.path.join(path, output.OWNER), "w") as handle:
+                json.dump(owner, handle)
+        return path
+
+    here = socket.gethostname()
+    gone = staged("gone", {"host": here, "pid": dead.pid, "started": time.time()})
+    old = staged("old", {"host": "elsewhere", "pid": 1, "started": time.time() - 2 * 86400})
+    live = staged("live", {"host": here, "pid": os.getpid(), "started": time.time()})
+    remote = staged("remote", {"host": "elsewhere", "pid": dead.pid, "started": time.time()})
+    young = staged("young", None)  # a run that has not written its record yet
+    unrelated = os.path.join(place, ".other.staging-x" if not partition_by else prefix[:-1])
+    if not partition_by:  # another output's staging beside this one
+        os.makedirs(unrelated)
+    second = _output(tmp_path, partition_by)  # opening an output cleans up after dead runs
+    left = set(os.listdir(place))
+    assert not os.path.exists(gone) and not os.path.exists(old)
+    for kept in (live, remote, young, first.staging, second.staging, *([unrelated] * (not partition_by))):
+        assert os.path.basename(kept) in left
+    first.abort(), second.abort()
+
+
+@pytest.mark.spark
+def test_a_result_holds_no_staging_owner_record(spark, tmp_path):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    run_job(spark, JobOptions(input=SAMPLE, output=str(tmp_path / "out"), progress_seconds=0))
+    assert "_staging_owner.json" not in os.listdir(tmp_path / "out")
+    assert os.listdir(tmp_path) == ["out"]

@@ -417,7 +417,7 @@ def spark_session():
     # One progress view, the job's: Spark's console bars would garble its lines on stderr.
     quiet = SparkSession.builder.config("spark.ui.showConsoleProgress", "false")
     try:
-        return quiet.getOrCreate()
+        return _quiet(quiet.getOrCreate())
     except PySparkRuntimeError as exc:
         if exc.getCondition() not in ("MASTER_URL_NOT_SET", "APPLICATION_NAME_NOT_SET"):
             raise
@@ -427,4 +427,28 @@ def spark_session():
         builder = builder.master("local[*]")
     if not conf.contains("spark.app.name"):
         builder = builder.appName("bleu-spark")
-    return builder.getOrCreate()
+    return _quiet(builder.getOrCreate())
+
+
+def user_log4j_config() -> bool:
+    """Whether logging was configured by the user or platform: a log4j2 file in Spark's conf
+    folder, or a log4j system property in the driver's Java options."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(_find_spark_home(), "conf")
+    if any(os.path.isfile(os.path.join(conf_dir, name))
+           for name in ("log4j2.properties", "log4j2.xml", "log4j2.yaml", "log4j2.json")):
+        return True
+    java_options = " ".join([SparkConf().get("spark.driver.extraJavaOptions", ""),
+                             os.environ.get("SPARK_SUBMIT_OPTS", ""),
+                             os.environ.get("JAVA_TOOL_OPTIONS", "")])
+    return "log4j" in java_options
+
+
+def _quiet(spark: SparkSession) -> SparkSession:
+    """Spark's WARN lines around the job's own one-line messages say nothing to the user: with
+    Spark's default logging (no log4j2 file or property of the user's), this context logs errors
+    only. A logging configuration of the user's or platform's is left as it is."""
+    if not user_log4j_config():
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark
