@@ -406,3 +406,76 @@ def test_a_result_holds_no_staging_owner_record(spark, tmp_path):
     run_job(spark, JobOptions(input=SAMPLE, output=str(tmp_path / "out"), progress_seconds=0))
     assert "_staging_owner.json" not in os.listdir(tmp_path / "out")
     assert os.listdir(tmp_path) == ["out"]
+
+
+# --- how the input is named: Hive layouts, globs, Spark-written folders ---------------------------
+
+def write_hive(root):
+    for langpair in ("de-en", "en-zh"):
+        folder = root / f"langpair={langpair}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"system": ["A", "B"], "candidate": ["猫 犬 东京 北京", "the cat sat on the mat"],
+                                 "references": [["猫 犬 东京 北京"], ["the cat sat on a mat"]]}),
+                       folder / "part-0.parquet")
+
+
+def test_hive_base_of_paths():
+    from bleu_spark.spark.io import hive_base
+
+    assert hive_base("in/langpair=*/*.parquet") == "in"
+    assert hive_base("/d/in/year=2024/month=*/part-0.parquet") == "/d/in"
+    assert hive_base("in/langpair=de-en") == "in" and hive_base("in/langpair=de-en/") == "in"
+    assert hive_base("in/*.parquet") is None and hive_base("/data/run=1/exp/in.parquet") is None
+    with pytest.raises(Exception, match="below a glob"):
+        hive_base("in/*/langpair=*/x.parquet")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("name", ["in/langpair=*/*.parquet", "in/langpair=*", "in", "in/langpair=en-zh/part-0.parquet"])
+def test_hive_partition_columns_are_kept_however_the_input_is_named(tmp_path, name):
+    import sacrebleu
+
+    write_hive(tmp_path / "in")
+    result = run_cli("--input", str(tmp_path / name), "--output", str(tmp_path / "out"), "--progress-seconds", "0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Exception" not in result.stderr, result.stderr[-3000:]
+    rows = {(r["system"], r["langpair"]): r for r in json.loads((tmp_path / "out" / "scores.json").read_text())}
+    expected = {"en-zh"} if "en-zh" in name else {"de-en", "en-zh"}
+    assert {lp for _, lp in rows} == expected
+    zh = rows["A", "en-zh"]
+    assert zh["tokenize"] == "zh"
+    assert zh["score"] == sacrebleu.BLEU(tokenize="zh").corpus_score(["猫 犬 东京 北京"], [["猫 犬 东京 北京"]]).score
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("pattern", ["in/*", "in/*/*"])
+def test_globs_over_folders_and_spark_written_files_are_read(tmp_path, pattern):
+    for name in ("a", "b"):  # as Spark writes a folder: part files, _SUCCESS and checksums
+        folder = tmp_path / "in" / name
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"system": [name], "langpair": ["de-en"], "candidate": ["the cat sat on the mat"],
+                                 "references": [["the cat sat on the mat"]]}), folder / "part-00000.parquet")
+        (folder / "_SUCCESS").write_bytes(b"")
+        (folder / "._SUCCESS.crc").write_bytes(b"crc\x00\x00\x02\x00")
+    (tmp_path / "in" / "_SUCCESS").write_bytes(b"")
+    result = run_cli("--input", str(tmp_path / pattern), "--output", str(tmp_path / "out"), "--progress-seconds", "0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(r["system"] for r in json.loads((tmp_path / "out" / "scores.json").read_text())) == ["a", "b"]
+
+
+@pytest.mark.parametrize("input_name,output_name", [("in", "in/out"), ("in/*", "in/out"), ("in", "in"),
+                                                    ("in/*/", "in/x/y")])
+def test_an_output_the_input_would_read_is_refused(tmp_path, capsys, input_name, output_name):
+    write_hive(tmp_path / "in")
+    code = main(["score", "--input", str(tmp_path / input_name), "--output", str(tmp_path / output_name)])
+    err = capsys.readouterr().err
+    assert code == 8 and err.count("\n") == 1 and "would be read as input by the next run" in err
+    assert not (tmp_path / "in" / "out").exists()
+
+
+def test_an_output_beside_the_input_glob_is_fine():
+    from bleu_spark.spark.io import check_output_outside_input
+
+    check_output_outside_input("in/*.parquet", "in/out")
+    check_output_outside_input("in", "in2/out")
+    check_output_outside_input("in/a.parquet", "in/out")

@@ -1,6 +1,7 @@
 """Reading and validating the input."""
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from ..errors import ColumnTypeError, InputNotFoundError, MissingColumnError
+from ..errors import ColumnTypeError, InputNotFoundError, MissingColumnError, OutputError
 
 ATOMIC_TYPES = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType, T.BooleanType,
                 T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType, T.DoubleType,
@@ -22,6 +23,66 @@ def is_local(path: str) -> bool:
     return "://" not in path or path.startswith("file://")
 
 
+def _hidden(name: str) -> bool:
+    """Files and folders Spark skips when it lists an input: `_SUCCESS`, `.crc`, `_temporary`."""
+    return name.startswith(("_", "."))
+
+
+def _partition_like(part: str) -> bool:
+    key = part.split("=", 1)[0]
+    return "=" in part and bool(key) and not glob.has_magic(key)
+
+
+def hive_base(path: str) -> Optional[str]:
+    """The folder a Hive layout starts at, when the path names files or folders inside one
+    (`in/langpair=*/*.parquet`, `in/langpair=de-en`): Spark keeps the partition columns of a
+    path below its `basePath` only. None when the path has no `key=value` folders at its end."""
+    parts = path.rstrip("/").split("/")
+    end = len(parts) if _partition_like(parts[-1]) else len(parts) - 1
+    start = end
+    while start > 0 and _partition_like(parts[start - 1]):
+        start -= 1
+    if start == end:
+        return None
+    base = "/".join(parts[:start]) or "/"
+    if glob.has_magic(base):
+        raise InputNotFoundError(f"input {path} names partition folders ({parts[start]}) below a "
+                                 f"glob ({base}): Spark cannot keep their columns; name the folder "
+                                 f"the partitions start in")
+    return base
+
+
+def local_files(path: str, what: str = "input") -> list:
+    """The data files a local file, folder or glob names, as Spark lists them: folders matched
+    are read whole, hidden files (`_SUCCESS`, `.crc`) are left out."""
+    local = path[len("file://"):] if path.startswith("file://") else path
+    matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local] * os.path.exists(local)
+    if not matches:
+        raise InputNotFoundError(f"{what} path not found: {path}")
+    files = []
+    for match in matches:
+        if os.path.isdir(match):
+            for root, folders, names in os.walk(match):
+                folders[:] = sorted(f for f in folders if not _hidden(f))
+                files += [os.path.join(root, n) for n in sorted(names) if not _hidden(n)]
+        elif not _hidden(os.path.basename(match)):
+            files.append(match)
+    return files
+
+
+def check_output_outside_input(input_path: str, output: str, what: str = "input") -> None:
+    """An output folder the input names (the folder itself, below it, or matched by its glob)
+    would be read as input by the next run: refused (local paths; elsewhere not checked)."""
+    if not (is_local(input_path) and is_local(output)):
+        return
+    strip = lambda p: os.path.abspath(p[len("file://"):] if p.startswith("file://") else p)
+    pattern, out = strip(input_path).split("/"), strip(output).split("/")
+    # out, or a folder above it, is the input or one of its glob's matches (component by component)
+    if len(pattern) <= len(out) and all(fnmatch.fnmatchcase(o, p) for o, p in zip(out, pattern)):
+        raise OutputError(f"output {output} lies inside the {what} {input_path}: its files would "
+                          f"be read as input by the next run; write the result elsewhere")
+
+
 def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
     """The schema of a local file, folder or glob, from Parquet footers (no JVM needed), so bad
     paths and columns fail in a second with one line; None for remote URIs (Spark checks those)."""
@@ -30,14 +91,12 @@ def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
     import pyarrow.dataset as ds
 
     local = path[len("file://"):] if path.startswith("file://") else path
-    matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local] * os.path.exists(local)
-    if not matches:
-        raise InputNotFoundError(f"{what} path not found: {path}")
+    files = local_files(path, what)
+    base = hive_base(local) or (local if os.path.isdir(local) else None)
+    if not files:
+        raise InputNotFoundError(f"{what} path holds no Parquet files: {path}")
     try:
-        dataset = ds.dataset(matches if len(matches) > 1 else matches[0], format="parquet",
-                             partitioning="hive")
-        if not dataset.files:
-            raise InputNotFoundError(f"{what} path holds no Parquet files: {path}")
+        dataset = ds.dataset(files, format="parquet", partitioning="hive", partition_base_dir=base)
         return spark_schema(dataset.schema)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"{what} is not readable Parquet: {path}: {exc}") from None
@@ -93,6 +152,9 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
     `schema`: read only these columns (see `readable_schema`)."""
     try:
         reader = spark.read.option("mergeSchema", str(merge_schema).lower())
+        base = hive_base(path)
+        if base is not None:
+            reader = reader.option("basePath", base)
         return (reader.schema(schema) if schema is not None else reader).parquet(path)
     except AnalysisException as exc:
         condition = exc.getCondition() or ""

@@ -272,6 +272,9 @@ def preflight(options: JobOptions) -> None:
         if refs is not None:
             io.check_columns(refs, inputs.references_table_rules(options, refs), table="references")
     if options.output:
+        io.check_output_outside_input(options.input, options.output)
+        if options.references:
+            io.check_output_outside_input(options.references, options.output, what="references")
         out.check_output(options.output, options.partition_by)
 
 
