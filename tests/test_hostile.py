@@ -479,3 +479,48 @@ def test_an_output_beside_the_input_glob_is_fine():
     check_output_outside_input("in/*.parquet", "in/out")
     check_output_outside_input("in", "in2/out")
     check_output_outside_input("in/a.parquet", "in/out")
+
+
+# --- folders whose files disagree or are damaged ---------------------------------------------------
+
+def _part(folder, name, candidate=("the cat sat on the mat",)):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    pq.write_table(pa.table({"system": ["A"] * len(candidate), "langpair": ["de-en"] * len(candidate),
+                             "candidate": list(candidate),
+                             "references": [["the cat sat on the mat"]] * len(candidate)}), path)
+    return path
+
+
+def test_files_that_disagree_on_a_column_type_are_exit_5_naming_both(tmp_path, capsys):
+    _part(tmp_path / "in", "a.parquet")
+    pq.write_table(pa.table({"system": ["B"], "langpair": ["de-en"], "candidate": [7],
+                             "references": [["x"]]}), tmp_path / "in" / "b.parquet")
+    code = main(["score", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 5 and err.count("\n") == 1
+    assert f"candidate is string in {tmp_path / 'in' / 'a.parquet'} but int64 in {tmp_path / 'in' / 'b.parquet'}" in err
+
+
+def test_a_truncated_file_is_exit_3_naming_it(tmp_path, capsys):
+    _part(tmp_path / "in", "a.parquet")
+    b = _part(tmp_path / "in", "b.parquet")
+    b.write_bytes(b.read_bytes()[:-100])
+    code = main(["score", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 3 and err.count("\n") == 1 and f"input file {b} is not readable Parquet" in err
+
+
+@pytest.mark.e2e
+def test_a_file_with_a_valid_footer_and_garbage_pages_is_exit_3_one_line(tmp_path):
+    path = _part(tmp_path / "in", "a.parquet", [f"the cat sat {i}" for i in range(200)])
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    for i in range(8, len(data) - 16 - footer):
+        data[i] = (data[i] * 7 + 13) % 256
+    path.write_bytes(bytes(data))
+    result = run_cli("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--progress-seconds", "0")
+    assert result.returncode == 3, result.stderr[-3000:]
+    ours = [l for l in result.stderr.splitlines() if l.startswith("bleu-spark:")]
+    assert len(ours) == 1 and f"file file://{path} cannot be read" in ours[0]
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()

@@ -83,6 +83,42 @@ def check_output_outside_input(input_path: str, output: str, what: str = "input"
                           f"be read as input by the next run; write the result elsewhere")
 
 
+def _check_footers(files: Sequence[str], what: str) -> None:
+    """Every file's footer read (cheap: no data): a file that is not Parquet (truncated, say) is
+    exit 3 naming it, and files that disagree on a column's type are exit 5 naming both."""
+    import pyarrow.parquet as pq
+
+    seen = {}  # column -> (type, first file with it)
+    clashes = []
+    for path in files:
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputNotFoundError(f"{what} file {path} is not readable Parquet: {exc}") from None
+        for field in schema:
+            kind = field.type
+            first = seen.setdefault(field.name, (kind, path))
+            if first[0] != kind and not (pa.types.is_dictionary(kind) or pa.types.is_dictionary(first[0])):
+                clashes.append(f"{field.name} is {first[0]} in {first[1]} but {kind} in {path}")
+                seen[field.name] = (kind, path)
+    if clashes:
+        raise ColumnTypeError(f"{what} files disagree on column types: {'; '.join(clashes[:5])}"
+                              + (f" (and {len(clashes) - 5} more)" if len(clashes) > 5 else ""))
+
+
+def read_failure(exc: BaseException):
+    """A Spark task that could not read an input file, as one line (exit 3), else None."""
+    import re
+
+    text = str(exc)
+    found = re.search(r"\[FAILED_READ_FILE[.\w]*\] Encountered error while reading file (\S+?)\.?\s", text)
+    if not found:
+        return None
+    cause = re.search(r"Caused by: ([^\n]+)", text[found.end():])
+    reason = cause.group(1).strip() if cause else "unreadable"
+    return InputNotFoundError(f"file {found.group(1)} cannot be read: {reason[:300]}")
+
+
 def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
     """The schema of a local file, folder or glob, from Parquet footers (no JVM needed), so bad
     paths and columns fail in a second with one line; None for remote URIs (Spark checks those)."""
@@ -95,6 +131,7 @@ def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
     base = hive_base(local) or (local if os.path.isdir(local) else None)
     if not files:
         raise InputNotFoundError(f"{what} path holds no Parquet files: {path}")
+    _check_footers(files, what)
     try:
         dataset = ds.dataset(files, format="parquet", partitioning="hive", partition_base_dir=base)
         return spark_schema(dataset.schema)

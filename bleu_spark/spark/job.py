@@ -324,9 +324,12 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                                          options.config, options.partition_by, run, resampling=hashed)
                 out.replace_file(options.output, "report.html", page.encode())
         return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)
-    except BaseException:
+    except BaseException as exc:
         if output:
             output.abort()
+        unreadable = io.read_failure(exc)
+        if unreadable is not None:
+            raise unreadable from None
         raise
 
 
