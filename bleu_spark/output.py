@@ -46,7 +46,11 @@ _ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x20)}
 
 def filesystem(uri: str):
     if "://" in uri and not uri.startswith("file://"):
-        return pafs.FileSystem.from_uri(uri)
+        try:
+            return pafs.FileSystem.from_uri(uri)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise OutputError(f"output {uri}: no file system for its scheme here "
+                              f"({str(exc).splitlines()[0]})") from None
     path = uri[len("file://"):] if uri.startswith("file://") else uri
     return pafs.LocalFileSystem(), os.path.abspath(path)
 

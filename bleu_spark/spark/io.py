@@ -187,6 +187,8 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
     """A file, a folder or a glob; a path that matches nothing is a user error, not a trace.
     `merge_schema`: files may hold different columns (statistics of several max orders).
     `schema`: read only these columns (see `readable_schema`)."""
+    from py4j.protocol import Py4JJavaError
+
     try:
         reader = spark.read.option("mergeSchema", str(merge_schema).lower())
         base = hive_base(path)
@@ -195,6 +197,8 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
         return (reader.schema(schema) if schema is not None else reader).parquet(path)
     except AnalysisException as exc:
         condition = exc.getCondition() or ""
+        if "UnsupportedFileSystemException" in str(exc) or "No FileSystem for scheme" in str(exc):
+            raise InputNotFoundError(_no_filesystem(what, path, str(exc))) from None
         if condition.startswith("PARQUET_TYPE_ILLEGAL"):
             raise ColumnTypeError(f"{what} has a column Spark cannot read: "
                                   f"{str(exc).splitlines()[0]}") from None
@@ -203,6 +207,21 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
         if condition.startswith("UNABLE_TO_INFER_SCHEMA"):
             raise InputNotFoundError(f"{what} path holds no Parquet files: {path}") from None
         raise
+    except Py4JJavaError as exc:
+        text = str(exc)
+        if "ClassNotFoundException" in text and "FileSystem" in text or "No FileSystem for scheme" in text:
+            raise InputNotFoundError(_no_filesystem(what, path, text)) from None
+        raise
+
+
+def _no_filesystem(what: str, path: str, text: str) -> str:
+    import re
+
+    scheme = path.split("://", 1)[0] if "://" in path else "file"
+    missing = re.search(r"Class (\S+) not found", text)
+    return (f"{what} {path}: this Spark has no file system for {scheme}:// "
+            f"({missing.group(1) + ' not found' if missing else 'no FileSystem for the scheme'}); "
+            f"add its connector to the job (e.g. hadoop-aws for s3a)")
 
 
 def input_bytes(df: DataFrame) -> Optional[int]:
