@@ -543,3 +543,63 @@ def test_an_output_on_a_file_system_pyarrow_lacks_is_exit_8(tmp_path, capsys):
     code = main(["score", "--input", str(path), "--output", "s3a://no-such-bucket/out"])
     err = capsys.readouterr().err
     assert code == 8 and err.count("\n") == 1 and "output s3a://no-such-bucket/out: no file system" in err
+
+
+# --- a Python worker lost mid-stage ---------------------------------------------------------------
+
+def _parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _descendants(pid):
+    children = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        children.setdefault(_parent(int(entry)), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.e2e
+def test_a_python_worker_killed_mid_stage_is_one_line_and_keeps_the_earlier_result(tmp_path):
+    out = tmp_path / "out"
+    first = run_cli("--input", SAMPLE, "--output", str(out), "--group-by", "langpair", "--progress-seconds", "0")
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = (out / "scores.json").read_text()
+    process = subprocess.Popen([sys.executable, "-m", "bleu_spark", "score", "--input", SAMPLE,
+                                "--output", str(out), "--progress-seconds", "0"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed, deadline = [], time.time() + 120
+    while not killed and time.time() < deadline and process.poll() is None:
+        # the workers the job's own JVM started (descendants of the process started here)
+        workers = [p for p in _descendants(process.pid) if "pyspark.daemon" in _cmdline(p)
+                   or "pyspark.worker" in _cmdline(p)]
+        for pid in [p for p in workers if _parent(p) in workers]:  # forked by the daemon: in a task
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    _, stderr = process.communicate(timeout=300)
+    assert killed, "no worker was seen running"
+    assert process.returncode == 12, stderr[-3000:]
+    ours = [l for l in stderr.splitlines() if l.startswith("bleu-spark:")]
+    assert len(ours) == 1 and "the Spark job failed" in ours[0] and "Python worker exited unexpectedly" in ours[0]
+    assert "Traceback" not in stderr
+    assert (out / "scores.json").read_text() == before

@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 
 from .. import __version__, bootstrap, output as out, statstable, views
 from ..config import AUTO, BleuConfig
-from ..errors import InvalidRowsError, MissingColumnError, UsageError
+from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
 from ..stats import stats_names
 from . import inputs, io
 from .progress import Progress
@@ -327,10 +327,30 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     except BaseException as exc:
         if output:
             output.abort()
-        unreadable = io.read_failure(exc)
+        unreadable = io.read_failure(exc) or lost_worker_failure(exc)
         if unreadable is not None:
             raise unreadable from None
         raise
+
+
+# Causes of a task failure that are the platform's, not the data's or the code's.
+LOST_WORKER = ("Python worker exited unexpectedly", "ExecutorLostFailure", "Executor heartbeat timed out",
+               "Container killed", "worker lost")
+
+
+def lost_worker_failure(exc: BaseException) -> Optional[SparkJobFailedError]:
+    """A job Spark aborted after losing a worker or executor, as one line."""
+    import re
+
+    text = str(exc)
+    aborted = re.search(r"Job aborted due to stage failure: ([^\n]*)", text)
+    cause = next((c for c in LOST_WORKER if c in text), None)
+    if not aborted or cause is None:
+        return None
+    where = re.search(r"Task \S+ in stage \S+ failed \d+ times?", aborted.group(1))
+    return SparkJobFailedError(f"the Spark job failed: {where.group(0) if where else 'a task failed'}, "
+                               f"last because: {cause} (retries are the platform's "
+                               f"spark.task.maxFailures); nothing was written")
 
 
 def run_record(spark: SparkSession, options: JobOptions, measurement: Measurement,
