@@ -603,3 +603,19 @@ def test_a_python_worker_killed_mid_stage_is_one_line_and_keeps_the_earlier_resu
     assert len(ours) == 1 and "the Spark job failed" in ours[0] and "Python worker exited unexpectedly" in ours[0]
     assert "Traceback" not in stderr
     assert (out / "scores.json").read_text() == before
+
+
+# --- output field names never collide with the input's columns ---------------------------------------
+
+@pytest.mark.parametrize("columns,args,message", [
+    (["score"], ["--group-by", "system,score"], "group column score has the name of an output field"),
+    (["tokenize"], ["--group-by", "system,tokenize"], "group column tokenize has the name of an output field"),
+    (["reason"], ["--on-invalid", "quarantine"], "input has a column named reason"),
+])
+def test_input_columns_named_like_output_fields_are_refused(tmp_path, capsys, columns, args, message):
+    table = pa.table({"system": ["A"], "langpair": ["de-en"], "candidate": ["a b"], "references": [["a b"]],
+                      **{c: ["x"] for c in columns}})
+    pq.write_table(table, tmp_path / "in.parquet")
+    code = main(["score", "--input", str(tmp_path / "in.parquet"), "--output", str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err

@@ -119,6 +119,9 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     columns = schema.fieldNames()
     group_cols = measured_columns(options, columns)
     views.check_group_names(group_cols)
+    if options.on_invalid == "quarantine" and REASON in columns:
+        raise UsageError(f"input has a column named {REASON}, the column rejected rows get in "
+                         f"DIR/rejected/ beside every input column; rename it in the input")
     config = options.config
     auto = config.tokenize == AUTO and options.langpair_col in columns
     rules = [io.ColumnRule(options.candidate_col, "string", io.is_string)]
@@ -219,13 +222,14 @@ class Measurement:
         columns = [*self.plan.group_cols, TOKENIZE, *stats_names(self.plan.config.max_ngram_order)]
         return scored.select(columns).append_column(views.SEGMENT_ORDER, pa.array(rank))
 
-    def rejected_frame(self) -> DataFrame:
-        """The rejected rows with every input column as read (not the internal ones), and `reason`."""
-        frame = self.input.whole if self.input.whole is not None else self.input.frame
+    def rejected_frame(self, whole: bool = True) -> DataFrame:
+        """The rejected rows with every input column as read (not the internal ones), and `reason`;
+        `whole=False`: with the columns the job reads only (enough to show examples)."""
+        frame = self.input.whole if whole and self.input.whole is not None else self.input.frame
         return frame.mapInArrow(rejected_rows(self.plan), rejected_schema(self.plan, frame.schema))
 
     def _failure_message(self) -> str:
-        examples = self.rejected_frame().limit(EXAMPLES_SHOWN).collect()
+        examples = self.rejected_frame(whole=False).limit(EXAMPLES_SHOWN).collect()
         shown = [", ".join(f"{c}={r[c]!r}" for c in [*self.plan.group_cols, *self.input.segment_key])
                  + f": {r[REASON]}" for r in examples]
         return (_rejection_summary(self.rejected) + "; e.g. " + "; ".join(shown)
