@@ -619,3 +619,22 @@ def test_input_columns_named_like_output_fields_are_refused(tmp_path, capsys, co
     code = main(["score", "--input", str(tmp_path / "in.parquet"), "--output", str(tmp_path / "out"), *args])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and message in err
+
+
+@pytest.mark.e2e
+def test_group_by_system_on_one_language_pair_and_a_repeated_group_column_are_scored(tmp_path):
+    import sacrebleu
+
+    rows = [{"system": s, "langpair": "en-zh", "candidate": c, "references": [r]}
+            for s in ("A", "B") for c, r in [("猫 犬 东京 北京", "猫 犬 东京 北京"), ("我们 在 这里", "我们 在 那里")]]
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    for name, group_by in [("one", "system"), ("twice", "system,system,langpair")]:
+        result = run_cli("--input", str(path), "--output", str(tmp_path / name), "--group-by", group_by,
+                         "--progress-seconds", "0")
+        assert result.returncode == 0, result.stderr[-3000:]
+        scores = json.loads((tmp_path / name / "scores.json").read_text())
+        expected = sacrebleu.BLEU(tokenize="zh").corpus_score([r["candidate"] for r in rows[:2]],
+                                                              [[r["references"][0] for r in rows[:2]]])
+        assert [r["system"] for r in scores] == ["A", "B"]
+        assert all(r["tokenize"] == "zh" and r["score"] == expected.score for r in scores)
