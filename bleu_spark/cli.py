@@ -3,12 +3,13 @@ codes, the console table."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import List, Optional
 
 from . import __version__
 from .config import AUTO, SMOOTH_DEFAULTS, TOKENIZERS, BleuConfig
-from .errors import BleuSparkError, ConfigFileError, UsageError
+from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
 
 PROG = "bleu-spark"
 
@@ -24,6 +25,51 @@ DEFAULTS = {
     "paired_bs": False, "paired_ar": False, "baseline": None, "n_ar_trials": 10000,
     "colocate_references": "auto",
 }
+
+
+# What each job-file key holds, checked when the file is loaded (YAML gives any type): a kind
+# names the check and the words the error uses. Null means "not set" (the default applies).
+STRING, BOOLEAN, INTEGER, NUMBER = "string", "boolean", "integer", "number"
+COLUMNS = "string or list of strings"
+NUMBERS = "string or list of numbers"
+SETS = "string or list of (string or list of strings)"
+JOB_FILE_KINDS = {
+    "input": STRING, "output": STRING, "group_by": COLUMNS, "tokenize": STRING,
+    "lowercase": BOOLEAN, "smooth_method": STRING, "smooth_value": NUMBER,
+    "max_ngram_order": INTEGER, "effective_order": BOOLEAN, "weights": NUMBERS,
+    "spm_model": STRING, "candidate_col": STRING, "references_col": COLUMNS,
+    "langpair_col": STRING, "references": STRING, "join_on": COLUMNS, "segment_key": COLUMNS,
+    "on_invalid": STRING, "progress_seconds": NUMBER, "grouping_sets": SETS,
+    "partition_by": COLUMNS, "report": BOOLEAN,
+    "confidence": BOOLEAN, "bootstrap_method": STRING, "n_bootstrap": INTEGER, "seed": INTEGER,
+    "paired_bs": BOOLEAN, "paired_ar": BOOLEAN, "baseline": STRING, "n_ar_trials": INTEGER,
+    "colocate_references": STRING,
+}
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_columns(value) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
+_KIND_CHECKS = {
+    STRING: lambda v: isinstance(v, str),
+    BOOLEAN: lambda v: isinstance(v, bool),  # a real YAML boolean: "no" is a string, not False
+    INTEGER: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    NUMBER: _is_number,
+    COLUMNS: _is_columns,
+    NUMBERS: lambda v: isinstance(v, str) or (isinstance(v, list) and all(map(_is_number, v))),
+    SETS: lambda v: isinstance(v, str) or (isinstance(v, list) and all(map(_is_columns, v))),
+}
+
+
+def _yaml_type(value) -> str:
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "list",
+             dict: "mapping"}
+    return names.get(type(value), type(value).__name__)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -152,11 +198,17 @@ def load_job_file(path: str) -> dict:
         raise ConfigFileError(f"job file {path} is not valid YAML: {exc}".replace("\n", " ")) from None
     if not isinstance(values, dict):
         raise ConfigFileError(f"job file {path} must be a mapping of option: value")
-    values = {key.replace("-", "_"): value for key, value in values.items()}
-    unknown = sorted(set(values) - set(DEFAULTS))
+    values = {key.replace("-", "_") if isinstance(key, str) else key: value
+              for key, value in values.items()}
+    unknown = sorted(set(values) - set(DEFAULTS), key=str)
     if unknown:
-        raise ConfigFileError(f"job file {path} has unknown keys: {', '.join(unknown)}")
-    return values
+        raise ConfigFileError(f"job file {path} has unknown keys: {', '.join(map(str, unknown))}")
+    wrong = [f"{key} is {_yaml_type(value)} {value!r}, expected {JOB_FILE_KINDS[key]}"
+             for key, value in values.items()
+             if value is not None and not _KIND_CHECKS[JOB_FILE_KINDS[key]](value)]
+    if wrong:
+        raise ConfigFileError(f"job file {path}: {'; '.join(wrong)}")
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def effective_settings(args: argparse.Namespace) -> dict:
@@ -278,10 +330,11 @@ def run_score(args: argparse.Namespace) -> int:
     options = job_options(effective_settings(args))
     preflight(options)
     spark = spark_session()
+    install_signal_handlers()
     try:
         result = run_job(spark, options)
     finally:
-        spark.stop()
+        _stop_spark(spark)
     print(format_table(result.scores, _shown_columns(result.scores)))
     rows = result.run["rows"]
     if result.paired:
@@ -306,11 +359,12 @@ def run_aggregate(args: argparse.Namespace) -> int:
         from .spark.job import spark_session
 
         spark = spark_session()
+        install_signal_handlers()
     try:
         result = aggregate(options, spark)
     finally:
         if spark is not None:
-            spark.stop()
+            _stop_spark(spark)
     print(format_table(result.scores, _shown_columns(result.scores)))
     rows = result.run["rows"]
     if result.paired:
@@ -336,13 +390,53 @@ def _signatures(scores: List[dict]) -> str:
     return "; ".join(sorted({r["signature"] for r in scores if r["signature"]}))
 
 
+_received: List[int] = []  # the stop signals received, first first
+
+
+def _on_stop_signal(signum, frame):
+    first = not _received
+    _received.append(signum)
+    if first:  # later ones only wait for the cleanup the first one started
+        raise Interrupted(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGINT and SIGTERM stop the run the same way: the exception unwinds the job, which removes
+    its staging folder, and `main` exits with 128 + the signal number. Installed again once the
+    SparkContext is up, as pyspark puts its own SIGINT handler in place."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _on_stop_signal)
+
+
+def _stop_spark(spark) -> None:
+    if _received:  # the JVM may be going down with the same signal: stopping it is best effort
+        try:
+            spark.stop()
+        except Exception:
+            pass
+    else:
+        spark.stop()
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    install_signal_handlers()
     try:
         args = build_parser().parse_args(argv)
         return run_aggregate(args) if args.command == "aggregate" else run_score(args)
     except BleuSparkError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+        if not _received:
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        signum = _received[0]
+    except Interrupted as exc:
+        signum = exc.signum
+    except (KeyboardInterrupt, Exception):
+        # An interrupted Spark call fails in its own way (a cancelled job, a JVM gone): when a
+        # stop signal came, that is the interruption, not a bug.
+        if not _received:
+            raise
+        signum = _received[0]
+    stopped = Interrupted(signum)
+    print(f"{PROG}: error: interrupted by {stopped.name} (exit code {stopped.exit_code}); "
+          f"the run's staging folder is removed", file=sys.stderr)
+    return stopped.exit_code

@@ -18,6 +18,11 @@ AUTO = "auto"
 TOKENIZER_BY_TARGET_LANGUAGE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}
 DEFAULT_TOKENIZER = "13a"
 
+# The highest n-gram order accepted. sacrebleu has no bound, but BLEU is defined up to 4 (NIST
+# used 5) and orders past 10 say nothing more: only segments of 10+ tokens have any such n-gram,
+# and each order adds two columns to every statistics row and one counting pass per batch.
+MAX_NGRAM_ORDER = 10
+
 # Smoothing method -> default smoothing value (None: the method takes no value).
 SMOOTH_DEFAULTS = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}
 
@@ -53,8 +58,10 @@ class BleuConfig:
                 isinstance(self.smooth_value, (int, float)) and math.isfinite(self.smooth_value)
                 and self.smooth_value >= 0):
             raise UsageError(f"smooth value must be a non-negative number, got {self.smooth_value!r}")
-        if not isinstance(self.max_ngram_order, int) or self.max_ngram_order < 1:
-            raise UsageError(f"max n-gram order must be a positive integer, got {self.max_ngram_order!r}")
+        if (not isinstance(self.max_ngram_order, int) or isinstance(self.max_ngram_order, bool)
+                or not 1 <= self.max_ngram_order <= MAX_NGRAM_ORDER):
+            raise UsageError(f"max n-gram order must be an integer from 1 to {MAX_NGRAM_ORDER}, "
+                             f"got {self.max_ngram_order!r}")
         object.__setattr__(self, "weights", self._checked_weights())
         if self.tokenize in SPM_TOKENIZERS:
             self.require_spm_model(self.tokenize)
@@ -80,6 +87,11 @@ class BleuConfig:
                                  f"pass --spm-model PATH (executors cannot download it)")
         if not os.path.isfile(self.spm_model):
             raise ModelFileError(f"SentencePiece model file not found: {self.spm_model}")
+        # Loaded once here, on the driver: a file that is not a model fails now with one line,
+        # not on every executor as a traceback.
+        from .tokenizers import build_tokenizer
+
+        build_tokenizer(tokenizer, self.spm_model)
         return self.spm_model
 
     def tokenizer_for(self, langpair: Optional[str]) -> str:

@@ -54,3 +54,22 @@ class MixedTokenizerGroupError(BleuSparkError):
 class IncompatibleStatisticsError(BleuSparkError):
     """Saved statistics measured with different settings would be summed into one group."""
     exit_code = 11
+
+
+class SparkJobFailedError(BleuSparkError):
+    """Spark gave up on the job for a lost executor or a crashed Python worker (its retries ran
+    out): nothing is written, an earlier result is kept. A task failing on a bug keeps its trace."""
+    exit_code = 12
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: the run stops, cleans its staging folder and exits with
+    128 + the signal number (130, 143). A BaseException, so no `except Exception` swallows it."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+        self.exit_code = 128 + signum

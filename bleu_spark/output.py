@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import uuid
 from typing import Dict, Optional, Sequence
@@ -29,6 +30,8 @@ from .errors import OutputError, UsageError
 MARKER = "_bleu_spark.json"
 SUCCESS = "_SUCCESS"
 RUN_FILE = "run.json"
+OWNER = "_staging_owner.json"  # in a staging folder: the host and process writing it
+STALE_AFTER_S = 24 * 3600      # a staging folder this old is a leftover, whoever owned it
 RUNS = "runs"
 TABLES = ("stats", "scores", "dashboard", "paired", "rejected")
 OUTPUT_FORMAT = "bleu-spark output"
@@ -43,7 +46,11 @@ _ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x20)}
 
 def filesystem(uri: str):
     if "://" in uri and not uri.startswith("file://"):
-        return pafs.FileSystem.from_uri(uri)
+        try:
+            return pafs.FileSystem.from_uri(uri)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise OutputError(f"output {uri}: no file system for its scheme here "
+                              f"({str(exc).splitlines()[0]})") from None
     path = uri[len("file://"):] if uri.startswith("file://") else uri
     return pafs.LocalFileSystem(), os.path.abspath(path)
 
@@ -66,6 +73,60 @@ def check_partition_columns(schema: pa.Schema, partition_by: Sequence[str]) -> N
         if kind not in PARTITION_TYPES:
             raise UsageError(f"--partition-by column {column} is {kind}; partition by a string, "
                              f"integer, date or boolean column")
+
+
+def _finite(value):
+    """JSON has no NaN or infinity: a non-finite float (a double group key, say) is written as the
+    string "NaN", "Infinity" or "-Infinity", so the file stays JSON and null keeps its meaning."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_bytes(value) -> bytes:
+    """What every JSON file of a result holds: strict JSON (no bare NaN), dates as text."""
+    return json.dumps(_finite(value), indent=2, ensure_ascii=False, default=str,
+                      allow_nan=False).encode() + b"\n"
+
+
+def owner_record() -> dict:
+    import socket
+    import time
+
+    return {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}
+
+
+def _process_gone(pid) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, ValueError, TypeError, OverflowError):
+        return False  # exists under another user, or not a pid we can judge
+    return False
+
+
+def _is_stale(fs, path: str, now: Optional[float] = None) -> bool:
+    import socket
+    import time
+
+    now = time.time() if now is None else now
+    try:
+        with fs.open_input_stream(f"{path}/{OWNER}") as stream:
+            owner = json.loads(stream.read())
+        started = float(owner["started"])
+    except (OSError, ValueError, KeyError, TypeError):
+        # No record (yet: a run writes it just after creating the folder): judge by age only.
+        info = fs.get_file_info(path)
+        started = info.mtime.timestamp() if info.mtime is not None else now
+        owner = {}
+    if now - started > STALE_AFTER_S:
+        return True
+    return owner.get("host") == socket.gethostname() and _process_gone(owner.get("pid"))
 
 
 def read_marker(fs, path: str) -> Optional[dict]:
@@ -98,7 +159,7 @@ class _Output:
         return "file://" + self.staging
 
     def write_json(self, name: str, value) -> None:
-        self.write_bytes(name, json.dumps(value, indent=2, ensure_ascii=False, default=str).encode() + b"\n")
+        self.write_bytes(name, json_bytes(value))
 
     def write_bytes(self, name: str, data: bytes) -> None:
         with self.fs.open_output_stream(f"{self.staging}/{name}") as out:
@@ -128,6 +189,44 @@ class _Output:
     def abort(self) -> None:
         with contextlib.suppress(OSError):
             self.fs.delete_dir(self.staging)
+
+    def _create_staging(self) -> None:
+        """The staging folder, with a record of its owner (host, process, start), so a later run
+        can tell a live run's staging from one left by a killed run."""
+        self.remove_stale_staging()
+        try:
+            self.fs.create_dir(self.staging, recursive=True)
+            with self.fs.open_output_stream(f"{self.staging}/{OWNER}") as out:
+                out.write(json_bytes(owner_record()))
+        except OSError as exc:
+            raise OutputError(f"cannot write output directory {self.uri}: {exc}") from None
+
+    def _staging_folders(self) -> list:
+        """Paths of every staging folder of this output (this run's among them)."""
+        folder, prefix = self._staging_place()
+        try:
+            entries = self.fs.get_file_info(pafs.FileSelector(folder))
+        except OSError:
+            return []
+        return [e.path for e in entries
+                if e.type == pafs.FileType.Directory and e.base_name.startswith(prefix)]
+
+    def _staging_place(self):
+        """The folder staging folders of this output are in, and the prefix of their names."""
+        prefix = os.path.basename(self.staging)[:-len(self.run_id)]
+        assert prefix.endswith("staging-"), self.staging
+        return os.path.dirname(self.staging), prefix
+
+    def remove_stale_staging(self, now: Optional[float] = None) -> list:
+        """Staging folders of this output left by runs that are gone: their process on this host
+        has ended, or they are older than STALE_AFTER_S. Another live run's is never touched."""
+        removed = []
+        for path in self._staging_folders():
+            if path != self.staging and _is_stale(self.fs, path, now):
+                with contextlib.suppress(OSError):
+                    self.fs.delete_dir(path)
+                    removed.append(path)
+        return removed
 
 
 def _partition_values(table: pa.Table, columns: Sequence[str]) -> list:
@@ -159,13 +258,12 @@ class WholeOutput(_Output):
 
     def open(self) -> "WholeOutput":
         self.check()
-        try:
-            self.fs.create_dir(self.staging, recursive=True)
-        except OSError as exc:
-            raise OutputError(f"cannot write output directory {self.uri}: {exc}") from None
+        self._create_staging()
         return self
 
     def commit(self, run: dict) -> None:
+        with contextlib.suppress(OSError):
+            self.fs.delete_file(f"{self.staging}/{OWNER}")  # the result is not a staging folder
         self.write_json(RUN_FILE, run)
         self.write_json(MARKER, self.marker())
         self.write_bytes(SUCCESS, b"")
@@ -202,10 +300,7 @@ class PartitionedOutput(_Output):
 
     def open(self) -> "PartitionedOutput":
         self.check()
-        try:
-            self.fs.create_dir(self.staging, recursive=True)
-        except OSError as exc:
-            raise OutputError(f"cannot write output directory {self.uri}: {exc}") from None
+        self._create_staging()
         return self
 
     def staged_partitions(self) -> list:
@@ -256,8 +351,7 @@ class PartitionedOutput(_Output):
     def _replace_file(self, name: str, value) -> None:
         staged = f"{self.staging}/{name}"
         self.fs.create_dir(os.path.dirname(staged), recursive=True)
-        data = value.encode() if isinstance(value, str) else (
-            json.dumps(value, indent=2, ensure_ascii=False, default=str).encode() + b"\n")
+        data = value.encode() if isinstance(value, str) else json_bytes(value)
         with self.fs.open_output_stream(staged) as out:
             out.write(data)
         self._move_file(name)

@@ -12,6 +12,7 @@ NO_REFERENCE = "no_reference"              # the references are null, empty, or 
 NO_REFERENCE_ROW = "no_reference_row"      # joined references: no row matches the candidate
 AMBIGUOUS_REFERENCE = "ambiguous_reference"  # the join key matches several array-form rows
 DUPLICATE_SEGMENT = "duplicate_segment"    # a (group, segment key) seen more than once
+INVALID_UTF8 = "invalid_utf8"              # the candidate or a reference is not valid UTF-8
 UNMATCHED_REFERENCE = "unmatched_reference"  # a reference row no candidate uses (reported only)
 
 REASONS = {
@@ -20,6 +21,7 @@ REASONS = {
     NO_REFERENCE_ROW: "no row of the references table matches the candidate's join key",
     AMBIGUOUS_REFERENCE: "the join key matches several rows of the references table",
     DUPLICATE_SEGMENT: "the same (group, segment key) appears more than once (every copy is rejected)",
+    INVALID_UTF8: "the candidate or one of its references holds bytes that are not valid UTF-8",
     UNMATCHED_REFERENCE: "a references-table row that no candidate matched (not an error)",
 }
 
@@ -35,13 +37,38 @@ def present_references(references: pa.Array) -> Tuple[pa.Array, np.ndarray]:
     return flat.filter(present), row[present.to_numpy(zero_copy_only=False)]
 
 
+def invalid_utf8(strings: pa.Array) -> Optional[np.ndarray]:
+    """Per element, True where a string's bytes are not valid UTF-8 (Parquet and Spark do not
+    check them); None when every element is valid, the usual case, found by one pass in C++."""
+    try:
+        strings.validate(full=True)
+        return None
+    except pa.ArrowInvalid:
+        pass
+    def bad(value: Optional[bytes]) -> bool:
+        try:
+            value is None or value.decode("utf-8")
+            return False
+        except UnicodeDecodeError:
+            return True
+    return np.array([bad(v) for v in strings.cast(pa.binary()).to_pylist()], bool)
+
+
 def rejection_reasons(candidates: pa.Array, references: pa.Array,
                       found: Optional[pa.Array] = None) -> pa.Array:
     """Per row, the reason it cannot be scored, or null. `found`: reasons already found by
     checks across rows (joins, duplicates); they win."""
-    _, row = present_references(references)
+    flat, row = present_references(references)
     no_reference = pa.array(np.bincount(row, minlength=len(references)) == 0)
     none = pa.scalar(None, pa.string())
+    invalid = np.zeros(len(candidates), bool)
+    bad_candidates = invalid_utf8(candidates)
+    if bad_candidates is not None:
+        invalid |= bad_candidates
+    bad_references = invalid_utf8(flat)
+    if bad_references is not None:
+        invalid[row[bad_references]] = True
     reasons = pc.if_else(pc.is_null(candidates), pa.scalar(NULL_CANDIDATE),
-                         pc.if_else(no_reference, pa.scalar(NO_REFERENCE), none))
+                         pc.if_else(no_reference, pa.scalar(NO_REFERENCE),
+                                    pc.if_else(pa.array(invalid), pa.scalar(INVALID_UTF8), none)))
     return reasons if found is None else pc.coalesce(found, reasons)

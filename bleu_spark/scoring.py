@@ -85,6 +85,10 @@ def bleu_from_statistics(stats: Sequence[int], config: BleuConfig) -> Tuple[floa
         mean_log = sum(logs) / eff_order  # sacrebleu's exact arithmetic
     else:
         weights = config.weights[:eff_order]
+        if sum(weights) == 0:
+            # Effective order left out every order that carries weight (segments too short for
+            # them): those orders have no n-grams, a precision of 0, as without effective order.
+            return 0.0, precisions, bp
         mean_log = sum(w * lp for w, lp in zip(weights, logs)) / sum(weights)
     return bp * math.exp(mean_log), precisions, bp
 

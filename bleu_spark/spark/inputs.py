@@ -43,6 +43,9 @@ class ScoringInput:
     reference_keys: Optional[DataFrame]     # one row per segment of the reference set
     unmatched_references: Optional[DataFrame]  # reference rows no candidate matched
     layout: dict = None                     # how rows were brought together, for run.json
+    # Every input column as read, plus REFERENCES and ROW_REASON: what rejected rows are written
+    # from (read again only when rows were rejected; the scoring pass moves only what it needs).
+    whole: Optional[DataFrame] = None
 
 
 def scoring_tasks(rows: int, parallelism: int) -> int:
@@ -101,12 +104,13 @@ def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langp
     names = options.references_cols
     references = F.col(names[0]) if len(names) == 1 else F.array(*[F.col(n) for n in names])
     segment_key = tuple(options.segment_key)
-    frame = df.select(*keep, *[c for c in segment_key if c not in keep],
-                      references.alias(REFERENCES), F.lit(None).cast("string").alias(ROW_REASON))
+    added = [references.alias(REFERENCES), F.lit(None).cast("string").alias(ROW_REASON)]
+    frame = df.select(*keep, *[c for c in segment_key if c not in keep], *added)
     frame = _duplicates_flagged(frame, group_cols, segment_key)
+    whole = _duplicates_flagged(df.select("*", *added), group_cols, segment_key)
     reference_keys = df.select(*segment_key).distinct() if segment_key else None
     frame, layout = _references_together(spark, frame, options.colocate_references, rows)
-    return ScoringInput(frame, segment_key, reference_keys, None, layout)
+    return ScoringInput(frame, segment_key, reference_keys, None, layout, whole)
 
 
 def _references_together(spark, frame: DataFrame, mode: str, rows: int):
@@ -134,15 +138,20 @@ def _joined(spark, df, options, group_cols, keep) -> ScoringInput:
     refs = io.read_parquet(spark, options.references, what="references")
     io.check_columns(refs.schema, references_table_rules(options, refs.schema), table="references")
     segments = _one_row_per_segment(refs, options).withColumn(_MATCHED, F.lit(True))
-    joined = df.select(*dict.fromkeys([*keep, *keys])).join(segments, on=keys, how="left")
     reason = (F.when(F.col(_MATCHED).isNull(), F.lit(NO_REFERENCE_ROW))
               .when(F.col(_REF_ROWS) > 1, F.lit(AMBIGUOUS_REFERENCE)))
-    frame = joined.select(*dict.fromkeys([*keep, *keys]), REFERENCES, reason.alias(ROW_REASON))
-    frame = _duplicates_flagged(frame, group_cols, tuple(keys))
+
+    def joined(columns):
+        together = df.select(*columns).join(segments, on=keys, how="left")
+        # the input's columns in its order (a join puts its keys first), then what is added
+        frame = together.select(*columns, REFERENCES, reason.alias(ROW_REASON))
+        return _duplicates_flagged(frame, group_cols, tuple(keys))
+
+    frame = joined(list(dict.fromkeys([*keep, *keys])))
     unmatched = segments.join(df.select(*keys).distinct(), on=keys, how="left_anti")
     # The join brings a segment's rows together already.
     layout = {"colocate_references": "join", "colocated": True, "rows_per_reference_set": None}
-    return ScoringInput(frame, tuple(keys), segments.select(*keys), unmatched, layout)
+    return ScoringInput(frame, tuple(keys), segments.select(*keys), unmatched, layout, joined(df.columns))
 
 
 def check_reference_options(options) -> None:

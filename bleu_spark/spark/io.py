@@ -1,6 +1,7 @@
 """Reading and validating the input."""
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from ..errors import ColumnTypeError, InputNotFoundError, MissingColumnError
+from ..errors import ColumnTypeError, InputNotFoundError, MissingColumnError, OutputError
 
 ATOMIC_TYPES = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType, T.BooleanType,
                 T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType, T.DoubleType,
@@ -22,41 +23,205 @@ def is_local(path: str) -> bool:
     return "://" not in path or path.startswith("file://")
 
 
+def _hidden(name: str) -> bool:
+    """Files and folders Spark skips when it lists an input: `_SUCCESS`, `.crc`, `_temporary`."""
+    return name.startswith(("_", "."))
+
+
+def _partition_like(part: str) -> bool:
+    key = part.split("=", 1)[0]
+    return "=" in part and bool(key) and not glob.has_magic(key)
+
+
+def hive_base(path: str) -> Optional[str]:
+    """The folder a Hive layout starts at, when the path names files or folders inside one
+    (`in/langpair=*/*.parquet`, `in/langpair=de-en`): Spark keeps the partition columns of a
+    path below its `basePath` only. None when the path has no `key=value` folders at its end."""
+    parts = path.rstrip("/").split("/")
+    end = len(parts) if _partition_like(parts[-1]) else len(parts) - 1
+    start = end
+    while start > 0 and _partition_like(parts[start - 1]):
+        start -= 1
+    if start == end:
+        return None
+    base = "/".join(parts[:start]) or "/"
+    if glob.has_magic(base):
+        raise InputNotFoundError(f"input {path} names partition folders ({parts[start]}) below a "
+                                 f"glob ({base}): Spark cannot keep their columns; name the folder "
+                                 f"the partitions start in")
+    return base
+
+
+def local_files(path: str, what: str = "input") -> list:
+    """The data files a local file, folder or glob names, as Spark lists them: folders matched
+    are read whole, hidden files (`_SUCCESS`, `.crc`) are left out."""
+    local = path[len("file://"):] if path.startswith("file://") else path
+    matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local] * os.path.exists(local)
+    if not matches:
+        raise InputNotFoundError(f"{what} path not found: {path}")
+    files = []
+    for match in matches:
+        if os.path.isdir(match):
+            for root, folders, names in os.walk(match):
+                folders[:] = sorted(f for f in folders if not _hidden(f))
+                files += [os.path.join(root, n) for n in sorted(names) if not _hidden(n)]
+        elif not _hidden(os.path.basename(match)):
+            files.append(match)
+    return files
+
+
+def check_output_outside_input(input_path: str, output: str, what: str = "input") -> None:
+    """An output folder the input names (the folder itself, below it, or matched by its glob)
+    would be read as input by the next run: refused (local paths; elsewhere not checked)."""
+    if not (is_local(input_path) and is_local(output)):
+        return
+    strip = lambda p: os.path.abspath(p[len("file://"):] if p.startswith("file://") else p)
+    pattern, out = strip(input_path).split("/"), strip(output).split("/")
+    # out, or a folder above it, is the input or one of its glob's matches (component by component)
+    if len(pattern) <= len(out) and all(fnmatch.fnmatchcase(o, p) for o, p in zip(out, pattern)):
+        raise OutputError(f"output {output} lies inside the {what} {input_path}: its files would "
+                          f"be read as input by the next run; write the result elsewhere")
+
+
+def _check_footers(files: Sequence[str], what: str) -> None:
+    """Every file's footer read (cheap: no data): a file that is not Parquet (truncated, say) is
+    exit 3 naming it, and files that disagree on a column's type are exit 5 naming both."""
+    import pyarrow.parquet as pq
+
+    seen = {}  # column -> (type, first file with it)
+    clashes = []
+    for path in files:
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputNotFoundError(f"{what} file {path} is not readable Parquet: {exc}") from None
+        for field in schema:
+            kind = field.type
+            first = seen.setdefault(field.name, (kind, path))
+            if first[0] != kind and not (pa.types.is_dictionary(kind) or pa.types.is_dictionary(first[0])):
+                clashes.append(f"{field.name} is {first[0]} in {first[1]} but {kind} in {path}")
+                seen[field.name] = (kind, path)
+    if clashes:
+        raise ColumnTypeError(f"{what} files disagree on column types: {'; '.join(clashes[:5])}"
+                              + (f" (and {len(clashes) - 5} more)" if len(clashes) > 5 else ""))
+
+
+def read_failure(exc: BaseException):
+    """A Spark task that could not read an input file, as one line (exit 3), else None."""
+    import re
+
+    text = str(exc)
+    found = re.search(r"\[FAILED_READ_FILE[.\w]*\] Encountered error while reading file (\S+?)\.?\s", text)
+    if not found:
+        return None
+    cause = re.search(r"Caused by: ([^\n]+)", text[found.end():])
+    reason = cause.group(1).strip() if cause else "unreadable"
+    return InputNotFoundError(f"file {found.group(1)} cannot be read: {reason[:300]}")
+
+
 def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
     """The schema of a local file, folder or glob, from Parquet footers (no JVM needed), so bad
     paths and columns fail in a second with one line; None for remote URIs (Spark checks those)."""
     if not is_local(path):
         return None
     import pyarrow.dataset as ds
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     local = path[len("file://"):] if path.startswith("file://") else path
-    matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local] * os.path.exists(local)
-    if not matches:
-        raise InputNotFoundError(f"{what} path not found: {path}")
+    files = local_files(path, what)
+    base = hive_base(local) or (local if os.path.isdir(local) else None)
+    if not files:
+        raise InputNotFoundError(f"{what} path holds no Parquet files: {path}")
+    _check_footers(files, what)
     try:
-        dataset = ds.dataset(matches if len(matches) > 1 else matches[0], format="parquet",
-                             partitioning="hive")
-        if not dataset.files:
-            raise InputNotFoundError(f"{what} path holds no Parquet files: {path}")
-        return from_arrow_schema(dataset.schema)
+        dataset = ds.dataset(files, format="parquet", partitioning="hive", partition_base_dir=base)
+        return spark_schema(dataset.schema)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"{what} is not readable Parquet: {path}: {exc}") from None
 
 
-def read_parquet(spark: SparkSession, path: str, what: str = "input",
-                 merge_schema: bool = False) -> DataFrame:
-    """A file, a folder or a glob; a path that matches nothing is a user error, not a trace.
-    `merge_schema`: files may hold different columns (statistics of several max orders)."""
+class UnreadableType(T.DataType):
+    """A Parquet column type Spark cannot read (nanosecond timestamps) or pyspark cannot name:
+    fine in a column the job never uses, a type error in one it needs."""
+
+    def __init__(self, arrow_type: pa.DataType):
+        self.arrow_type = arrow_type
+
+    def simpleString(self) -> str:
+        return str(self.arrow_type)
+
+
+# Unsigned integers as Spark's Parquet reader reads them (pyspark's Arrow conversion lacks them).
+_UNSIGNED = {pa.uint8(): T.ShortType(), pa.uint16(): T.IntegerType(), pa.uint32(): T.LongType(),
+             pa.uint64(): T.DecimalType(20, 0)}
+
+
+def _spark_type(arrow_type: pa.DataType) -> T.DataType:
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    if pa.types.is_timestamp(arrow_type) and arrow_type.unit == "ns":
+        return UnreadableType(arrow_type)
+    if arrow_type in _UNSIGNED:
+        return _UNSIGNED[arrow_type]
     try:
-        return spark.read.option("mergeSchema", str(merge_schema).lower()).parquet(path)
+        return from_arrow_type(arrow_type)
+    except (TypeError, ValueError):  # pyspark's PySparkTypeError is a TypeError
+        return UnreadableType(arrow_type)
+
+
+def spark_schema(arrow_schema: pa.Schema) -> T.StructType:
+    """The Spark schema of Parquet footers, each column as Spark reads it; a column Spark cannot
+    read has an `UnreadableType`, so only a rule that needs it fails."""
+    return T.StructType([T.StructField(f.name, _spark_type(f.type), f.nullable) for f in arrow_schema])
+
+
+def readable_schema(schema: Optional[T.StructType]) -> Optional[T.StructType]:
+    """The schema to read with when some columns are unreadable (Spark's own inference would
+    fail on them although they are never used): every other column. None: let Spark infer."""
+    if schema is None or not any(isinstance(f.dataType, UnreadableType) for f in schema.fields):
+        return None
+    return T.StructType([f for f in schema.fields if not isinstance(f.dataType, UnreadableType)])
+
+
+def read_parquet(spark: SparkSession, path: str, what: str = "input",
+                 merge_schema: bool = False, schema: Optional[T.StructType] = None) -> DataFrame:
+    """A file, a folder or a glob; a path that matches nothing is a user error, not a trace.
+    `merge_schema`: files may hold different columns (statistics of several max orders).
+    `schema`: read only these columns (see `readable_schema`)."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        reader = spark.read.option("mergeSchema", str(merge_schema).lower())
+        base = hive_base(path)
+        if base is not None:
+            reader = reader.option("basePath", base)
+        return (reader.schema(schema) if schema is not None else reader).parquet(path)
     except AnalysisException as exc:
         condition = exc.getCondition() or ""
+        if "UnsupportedFileSystemException" in str(exc) or "No FileSystem for scheme" in str(exc):
+            raise InputNotFoundError(_no_filesystem(what, path, str(exc))) from None
+        if condition.startswith("PARQUET_TYPE_ILLEGAL"):
+            raise ColumnTypeError(f"{what} has a column Spark cannot read: "
+                                  f"{str(exc).splitlines()[0]}") from None
         if condition.startswith("PATH_NOT_FOUND"):
             raise InputNotFoundError(f"{what} path not found: {path}") from None
         if condition.startswith("UNABLE_TO_INFER_SCHEMA"):
             raise InputNotFoundError(f"{what} path holds no Parquet files: {path}") from None
         raise
+    except Py4JJavaError as exc:
+        text = str(exc)
+        if "ClassNotFoundException" in text and "FileSystem" in text or "No FileSystem for scheme" in text:
+            raise InputNotFoundError(_no_filesystem(what, path, text)) from None
+        raise
+
+
+def _no_filesystem(what: str, path: str, text: str) -> str:
+    import re
+
+    scheme = path.split("://", 1)[0] if "://" in path else "file"
+    missing = re.search(r"Class (\S+) not found", text)
+    return (f"{what} {path}: this Spark has no file system for {scheme}:// "
+            f"({missing.group(1) + ' not found' if missing else 'no FileSystem for the scheme'}); "
+            f"add its connector to the job (e.g. hadoop-aws for s3a)")
 
 
 def input_bytes(df: DataFrame) -> Optional[int]:

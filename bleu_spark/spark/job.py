@@ -23,7 +23,7 @@ from pyspark.sql import types as T
 
 from .. import __version__, bootstrap, output as out, statstable, views
 from ..config import AUTO, BleuConfig
-from ..errors import InvalidRowsError, UsageError
+from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
 from ..stats import stats_names
 from . import inputs, io
 from .progress import Progress
@@ -85,6 +85,16 @@ class JobResult:
 def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...]:
     if options.group_by is not None:
         return tuple(options.group_by)
+    for default in DEFAULT_GROUP_BY:
+        # Column names are case-sensitive: `System` is not `system`, and leaving it out of the
+        # default grouping would merge every system into one score without a word.
+        near = [c for c in columns if c.lower() == default and c != default]
+        if default not in columns and near:
+            present = [c for c in DEFAULT_GROUP_BY if c in columns]
+            suggested = ",".join([*present, *near] if default == "langpair" else [*near, *present])
+            raise MissingColumnError(
+                f"input has no column {default} (the default grouping) but has {near[0]}: column "
+                f"names are case-sensitive; pass --group-by {suggested} (or rename the column)")
     return tuple(c for c in DEFAULT_GROUP_BY if c in columns)
 
 
@@ -109,6 +119,9 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     columns = schema.fieldNames()
     group_cols = measured_columns(options, columns)
     views.check_group_names(group_cols)
+    if options.on_invalid == "quarantine" and REASON in columns:
+        raise UsageError(f"input has a column named {REASON}, the column rejected rows get in "
+                         f"DIR/rejected/ beside every input column; rename it in the input")
     config = options.config
     auto = config.tokenize == AUTO and options.langpair_col in columns
     rules = [io.ColumnRule(options.candidate_col, "string", io.is_string)]
@@ -209,12 +222,14 @@ class Measurement:
         columns = [*self.plan.group_cols, TOKENIZE, *stats_names(self.plan.config.max_ngram_order)]
         return scored.select(columns).append_column(views.SEGMENT_ORDER, pa.array(rank))
 
-    def rejected_frame(self) -> DataFrame:
-        frame = self.input.frame
+    def rejected_frame(self, whole: bool = True) -> DataFrame:
+        """The rejected rows with every input column as read (not the internal ones), and `reason`;
+        `whole=False`: with the columns the job reads only (enough to show examples)."""
+        frame = self.input.whole if whole and self.input.whole is not None else self.input.frame
         return frame.mapInArrow(rejected_rows(self.plan), rejected_schema(self.plan, frame.schema))
 
     def _failure_message(self) -> str:
-        examples = self.rejected_frame().limit(EXAMPLES_SHOWN).collect()
+        examples = self.rejected_frame(whole=False).limit(EXAMPLES_SHOWN).collect()
         shown = [", ".join(f"{c}={r[c]!r}" for c in [*self.plan.group_cols, *self.input.segment_key])
                  + f": {r[REASON]}" for r in examples]
         return (_rejection_summary(self.rejected) + "; e.g. " + "; ".join(shown)
@@ -254,19 +269,23 @@ def preflight(options: JobOptions) -> None:
         if not missing:
             from pyspark.sql.pandas.types import to_arrow_schema
 
-            out.check_partition_columns(to_arrow_schema(schema), options.partition_by)
+            columns = T.StructType([schema[c] for c in options.partition_by])
+            out.check_partition_columns(to_arrow_schema(columns, timezone="UTC"), options.partition_by)
     if options.references:
         refs = io.local_schema(options.references, what="references")
         if refs is not None:
             io.check_columns(refs, inputs.references_table_rules(options, refs), table="references")
     if options.output:
+        io.check_output_outside_input(options.input, options.output)
+        if options.references:
+            io.check_output_outside_input(options.references, options.output, what="references")
         out.check_output(options.output, options.partition_by)
 
 
 def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     started = time.time()
     run_id = out.new_run_id()
-    df = io.read_parquet(spark, options.input)
+    df = io.read_parquet(spark, options.input, schema=io.readable_schema(io.local_schema(options.input)))
     output = out.open_output(options.output, options.partition_by, run_id) if options.output else None
     if options.config.spm_model:
         spark.sparkContext.addFile(options.config.spm_model)
@@ -309,10 +328,33 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                                          options.config, options.partition_by, run, resampling=hashed)
                 out.replace_file(options.output, "report.html", page.encode())
         return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)
-    except BaseException:
+    except BaseException as exc:
         if output:
             output.abort()
+        unreadable = io.read_failure(exc) or lost_worker_failure(exc)
+        if unreadable is not None:
+            raise unreadable from None
         raise
+
+
+# Causes of a task failure that are the platform's, not the data's or the code's.
+LOST_WORKER = ("Python worker exited unexpectedly", "ExecutorLostFailure", "Executor heartbeat timed out",
+               "Container killed", "worker lost")
+
+
+def lost_worker_failure(exc: BaseException) -> Optional[SparkJobFailedError]:
+    """A job Spark aborted after losing a worker or executor, as one line."""
+    import re
+
+    text = str(exc)
+    aborted = re.search(r"Job aborted due to stage failure: ([^\n]*)", text)
+    cause = next((c for c in LOST_WORKER if c in text), None)
+    if not aborted or cause is None:
+        return None
+    where = re.search(r"Task \S+ in stage \S+ failed \d+ times?", aborted.group(1))
+    return SparkJobFailedError(f"the Spark job failed: {where.group(0) if where else 'a task failed'}, "
+                               f"last because: {cause} (retries are the platform's "
+                               f"spark.task.maxFailures); nothing was written")
 
 
 def run_record(spark: SparkSession, options: JobOptions, measurement: Measurement,
@@ -405,7 +447,7 @@ def spark_session():
     # One progress view, the job's: Spark's console bars would garble its lines on stderr.
     quiet = SparkSession.builder.config("spark.ui.showConsoleProgress", "false")
     try:
-        return quiet.getOrCreate()
+        return _quiet(quiet.getOrCreate())
     except PySparkRuntimeError as exc:
         if exc.getCondition() not in ("MASTER_URL_NOT_SET", "APPLICATION_NAME_NOT_SET"):
             raise
@@ -415,4 +457,28 @@ def spark_session():
         builder = builder.master("local[*]")
     if not conf.contains("spark.app.name"):
         builder = builder.appName("bleu-spark")
-    return builder.getOrCreate()
+    return _quiet(builder.getOrCreate())
+
+
+def user_log4j_config() -> bool:
+    """Whether logging was configured by the user or platform: a log4j2 file in Spark's conf
+    folder, or a log4j system property in the driver's Java options."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(_find_spark_home(), "conf")
+    if any(os.path.isfile(os.path.join(conf_dir, name))
+           for name in ("log4j2.properties", "log4j2.xml", "log4j2.yaml", "log4j2.json")):
+        return True
+    java_options = " ".join([SparkConf().get("spark.driver.extraJavaOptions", ""),
+                             os.environ.get("SPARK_SUBMIT_OPTS", ""),
+                             os.environ.get("JAVA_TOOL_OPTIONS", "")])
+    return "log4j" in java_options
+
+
+def _quiet(spark: SparkSession) -> SparkSession:
+    """Spark's WARN lines around the job's own one-line messages say nothing to the user: with
+    Spark's default logging (no log4j2 file or property of the user's), this context logs errors
+    only. A logging configuration of the user's or platform's is left as it is."""
+    if not user_log4j_config():
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -240,16 +240,19 @@ def rejected_rows(plan: PartitionPlan):
         for batch in batches:
             reasons = _reasons(batch, plan)
             rejected = pc.is_valid(reasons)
-            kept = batch.filter(rejected)
-            if plan.reason_col:
-                kept = kept.drop_columns([plan.reason_col])
+            kept = batch.filter(rejected).drop_columns(_internal(plan))
             yield kept.append_column(REASON, reasons.filter(rejected))
 
     return run
 
 
+def _internal(plan: PartitionPlan) -> list:
+    """The columns the reader adds for scoring, never written with rejected rows."""
+    return [plan.references_col, *([plan.reason_col] if plan.reason_col else [])]
+
+
 def rejected_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.StructType:
-    fields = [f for f in input_schema.fields if f.name != plan.reason_col]
+    fields = [f for f in input_schema.fields if f.name not in _internal(plan)]
     return T.StructType(fields + [T.StructField(REASON, T.StringType())])
 
 

@@ -1,0 +1,640 @@
+"""Hostile inputs and interrupted runs (issue 12): one clear line every time, no lost files, no
+wrong score."""
+import pytest
+
+from bleu_spark import cli
+from bleu_spark.cli import build_parser, effective_settings, job_options, main
+from bleu_spark.errors import ConfigFileError
+
+
+# --- the job file: values of the wrong type ------------------------------------------------
+
+@pytest.mark.parametrize("line,expected", [
+    ("group_by: 5", "group_by is integer 5, expected string or list of strings"),
+    ("group_by: [[system], langpair]", "group_by is list [['system'], 'langpair'], expected string or list of strings"),
+    ("references_col: 7", "references_col is integer 7, expected string or list of strings"),
+    ("input: [a, b]", "input is list ['a', 'b'], expected string"),
+    ("output: 12345", "output is integer 12345, expected string"),
+    ("max_ngram_order: true", "max_ngram_order is boolean True, expected integer"),
+    ("progress_seconds: soon", "progress_seconds is string 'soon', expected number"),
+    ('lowercase: "no"', "lowercase is string 'no', expected boolean"),
+    ("report: 1", "report is integer 1, expected boolean"),
+    ("weights: [0.5, x]", "weights is list [0.5, 'x'], expected string or list of numbers"),
+    ("grouping_sets: [[system, 3]]", "expected string or list of (string or list of strings)"),
+    ("smooth_value: {a: 1}", "smooth_value is mapping {'a': 1}, expected number"),
+])
+def test_job_file_values_of_the_wrong_type_are_exit_9_naming_key_and_type(tmp_path, capsys, line, expected):
+    job = tmp_path / "job.yaml"
+    job.write_text(f"input: in.parquet\noutput: {tmp_path / 'out'}\n{line}\n" if not line.startswith(("input", "output"))
+                   else f"{line}\n")
+    assert main(["score", "--config", str(job)]) == ConfigFileError.exit_code == 9
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("bleu-spark: error: job file ")
+    assert expected in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_job_file_booleans_and_nulls_are_taken_as_meant(tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("input: in.parquet\noutput: out\nlowercase: false\neffective_order: yes\n"
+                   "max_ngram_order: null\nsmooth_value: null\nweights: '0.25,0.25,0.25,0.25'\n"
+                   "group_by: []\nprogress_seconds: 5\n")
+    options = job_options(effective_settings(build_parser().parse_args(["score", "--config", str(job)])))
+    assert options.config.lowercase is False and options.config.effective_order is True
+    assert options.config.max_ngram_order == 4 and options.group_by == ()
+    assert options.progress_seconds == 5
+
+
+def test_every_job_file_key_has_a_kind():
+    assert set(cli.JOB_FILE_KINDS) == set(cli.DEFAULTS)
+
+
+# --- n-gram orders and weights ---------------------------------------------------------------
+
+@pytest.mark.parametrize("order", ["20000", "11", "0", "-1"])
+def test_max_ngram_order_out_of_range_is_exit_2(tmp_path, capsys, order):
+    code = main(["score", "--input", "in.parquet", "--output", str(tmp_path / "out"),
+                 "--max-ngram-order", order])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"max n-gram order must be an integer from 1 to 10, got {order}" in err
+
+
+def test_max_ngram_order_10_is_sacrebleus_score():
+    import sacrebleu
+    from bleu_spark import corpus_bleu
+
+    cands = ["a b c d e f g h i j k l", "a b c d e f g h i j k m n"]
+    refs = [["a b c d e f g h i j k l"], ["a b c d e f g h i j k m x"]]
+    ours = corpus_bleu(cands, refs, max_ngram_order=10, tokenize="13a")
+    theirs = sacrebleu.BLEU(max_ngram_order=10).corpus_score(cands, [[r[0] for r in refs]])
+    assert ours.score == theirs.score and ours.counts == theirs.counts
+
+
+def test_effective_order_with_all_weight_on_absent_orders_scores_0():
+    from bleu_spark import corpus_bleu
+
+    short = dict(candidates=["a b", "c d"], references=[["a b"], ["c d"]])
+    weighted = corpus_bleu(**short, effective_order=True, weights=(0, 0, 0, 1))
+    assert weighted.score == 0.0 and weighted.totals == [4, 2, 0, 0]
+    # ... which is what the same weights give without effective order
+    assert corpus_bleu(**short, weights=(0, 0, 0, 1)).score == weighted.score
+
+
+def test_effective_order_with_weights_on_present_orders_equals_sacrebleu():
+    import sacrebleu
+    from bleu_spark import corpus_bleu
+
+    cands, refs = ["a b", "c e"], ["a b", "c d"]
+    ours = corpus_bleu(cands, [[r] for r in refs], effective_order=True, weights=(0.5, 0.5, 0, 0))
+    theirs = sacrebleu.BLEU(max_ngram_order=2, effective_order=True).corpus_score(cands, [refs])
+    assert ours.score == pytest.approx(theirs.score, rel=1e-12) and ours.score > 0
+
+
+# --- invalid UTF-8 in text columns -----------------------------------------------------------
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from conftest import ROOT
+
+
+def unchecked_strings(values):
+    """A string array holding bytes as given, valid UTF-8 or not (as a foreign writer may)."""
+    data = b"".join(v or b"" for v in values)
+    offsets = np.cumsum([0] + [len(v or b"") for v in values]).astype(np.int32)
+    validity = pa.array([v is not None for v in values]).buffers()[1]
+    return pa.Array.from_buffers(pa.string(), len(values), [validity, pa.py_buffer(offsets.tobytes()),
+                                                            pa.py_buffer(data)])
+
+
+UTF8_ROWS = [  # candidate, references (bytes); the third and fifth rows are not UTF-8
+    (b"the cat sat on the mat", [b"the cat sat on a mat"]),
+    (b"a dog was big", [b"a big dog", b"the dog was big"]),
+    (b"bad \xff bytes here", [b"bad bytes here"]),
+    (b"caf\xc3\xa9 is open", [b"the caf\xc3\xa9 is open"]),
+    (b"the storm was massive", [b"fine", b"the storm was \xe2\x82 massive"]),
+]
+
+
+def utf8_table(path):
+    refs = [r for _, rs in UTF8_ROWS for r in rs]
+    offsets = pa.array(np.cumsum([0] + [len(rs) for _, rs in UTF8_ROWS]).astype(np.int32))
+    table = pa.table({"system": ["A"] * len(UTF8_ROWS), "seg_id": list(range(len(UTF8_ROWS))),
+                      "candidate": unchecked_strings([c for c, _ in UTF8_ROWS]),
+                      "references": pa.ListArray.from_arrays(offsets, unchecked_strings(refs))})
+    pq.write_table(table, path)
+    return str(path)
+
+
+def run_cli(*args, env=None, **kwargs):
+    return subprocess.run([sys.executable, "-m", "bleu_spark", "score", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, **(env or {})), **kwargs)
+
+
+def test_invalid_utf8_reason_for_whole_arrays():
+    from bleu_spark.rows import rejection_reasons
+
+    refs = [r for _, rs in UTF8_ROWS for r in rs]
+    offsets = pa.array(np.cumsum([0] + [len(rs) for _, rs in UTF8_ROWS]).astype(np.int32))
+    reasons = rejection_reasons(unchecked_strings([c for c, _ in UTF8_ROWS]),
+                                pa.ListArray.from_arrays(offsets, unchecked_strings(refs)))
+    assert reasons.to_pylist() == [None, None, "invalid_utf8", None, "invalid_utf8"]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("tokenize", ["13a", "intl"])
+def test_invalid_utf8_rows_are_quarantined_and_the_rest_scored_as_sacrebleu(spark, tmp_path, tokenize):
+    import sacrebleu
+    from bleu_spark import BleuConfig
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    path = utf8_table(tmp_path / "in.parquet")
+    result = run_job(spark, JobOptions(input=path, output=str(tmp_path / "out"), on_invalid="quarantine",
+                                       config=BleuConfig(tokenize=tokenize)))
+    assert result.run["rows"]["rejected_by_reason"] == {"invalid_utf8": 2}
+    good = [(c.decode(), [r.decode() for r in rs]) for i, (c, rs) in enumerate(UTF8_ROWS) if i not in (2, 4)]
+    theirs = sacrebleu.BLEU(tokenize=tokenize).corpus_score(
+        [c for c, _ in good], [[rs[0] for _, rs in good], [rs[1] if len(rs) > 1 else None for _, rs in good]])
+    [row] = result.scores
+    assert row["score"] == theirs.score and row["n_segments"] == 3 and row["n_rejected"] == 2
+    rejected = pq.read_table(tmp_path / "out" / "rejected")
+    assert rejected["reason"].to_pylist() == ["invalid_utf8"] * 2
+    assert sorted(rejected["seg_id"].to_pylist()) == [2, 4]
+
+
+@pytest.mark.e2e
+def test_invalid_utf8_with_fail_is_exit_7_one_line(tmp_path):
+    path = utf8_table(tmp_path / "in.parquet")
+    result = run_cli("--input", path, "--output", str(tmp_path / "out"), "--tokenize", "intl",
+                     "--progress-seconds", "0")
+    assert result.returncode == 7, result.stderr[-3000:]
+    lines = [l for l in result.stderr.splitlines() if l.startswith("bleu-spark:")]
+    assert len(lines) == 1 and "2 rows cannot be scored (invalid_utf8: 2)" in lines[0]
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+    # Spark's WARN lines: only those printed while the JVM starts, before the job can quiet them
+    warnings = [l for l in result.stderr.splitlines() if " WARN " in l]
+    assert all(" WARN Utils:" in l or " WARN NativeCodeLoader:" in l for l in warnings), warnings
+
+
+# --- group keys come out as they went in -----------------------------------------------------
+
+@pytest.mark.e2e
+def test_group_keys_keep_value_and_type_whatever_the_time_zone_and_json_stays_json(tmp_path):
+    import datetime
+    import decimal
+
+    day = datetime.datetime(2024, 1, 1, 23, 0, tzinfo=datetime.timezone.utc)
+    schema = pa.schema([("system", pa.string()), ("day", pa.timestamp("us", tz="UTC")),
+                        ("price", pa.decimal128(10, 2)), ("rating", pa.float64()),
+                        ("candidate", pa.string()), ("references", pa.list_(pa.string()))])
+    rows = [{"system": "A", "day": day, "price": decimal.Decimal("12.50"),
+             "rating": float("nan") if i < 2 else 1.0, "candidate": None if i == 1 else "the cat sat",
+             "references": ["the cat sat on"]} for i in range(4)]
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+    out = tmp_path / "out"
+    result = run_cli("--input", str(path), "--output", str(out), "--group-by", "system,day,price,rating",
+                     "--on-invalid", "quarantine", "--progress-seconds", "0", env={"TZ": "Asia/Kolkata"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    scores = pq.read_table(out / "scores")
+    assert scores.schema.field("day").type == pa.timestamp("us", tz="UTC")
+    assert scores.schema.field("price").type == pa.decimal128(10, 2)
+    assert scores["day"].cast(pa.int64()).to_pylist() == [int(day.timestamp() * 1e6)] * 2
+    assert scores["price"].to_pylist() == [decimal.Decimal("12.50")] * 2
+
+    def no_constants(name):
+        raise AssertionError(f"scores.json holds a bare {name}")
+    rows = json.loads((out / "scores.json").read_text(), parse_constant=no_constants)
+    by_rating = {r["rating"]: r for r in rows}
+    assert set(by_rating) == {1.0, "NaN"}  # one NaN group, written as a string
+    assert (by_rating["NaN"]["n_segments"], by_rating["NaN"]["n_rejected"]) == (1, 1)
+    assert by_rating["NaN"]["day"] == "2024-01-01 23:00:00+00:00"
+
+
+# --- default grouping and case ------------------------------------------------------------------
+
+def test_a_System_column_with_the_default_grouping_is_refused_with_the_right_name(tmp_path, capsys):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"System": ["A", "B"], "langpair": ["de-en"] * 2, "candidate": ["a b", "c"],
+                             "references": [["a b"], ["c"]]}), path)
+    code = main(["score", "--input", str(path), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 4 and err.count("\n") == 1
+    assert "input has no column system (the default grouping) but has System" in err
+    assert "--group-by System,langpair" in err
+    assert not (tmp_path / "out").exists()
+
+
+# --- SentencePiece model files ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("content", [b"not a model\n", bytes(range(256)) * 8])
+def test_a_file_that_is_not_a_sentencepiece_model_is_exit_6_before_spark(tmp_path, capsys, content):
+    model = tmp_path / "model.spm"
+    model.write_bytes(content)
+    code = main(["score", "--input", "in.parquet", "--output", str(tmp_path / "out"),
+                 "--tokenize", "flores200", "--spm-model", str(model)])
+    err = capsys.readouterr().err
+    assert code == 6 and err.count("\n") == 1
+    assert f"cannot load SentencePiece model {model}" in err and "Traceback" not in err
+
+
+def test_a_real_sentencepiece_model_still_loads(spm_model):
+    from bleu_spark import BleuConfig
+
+    assert BleuConfig(tokenize="flores200", spm_model=spm_model).spm_model == spm_model
+
+
+# --- rejected rows keep the input's columns; unused columns of odd types ----------------------
+
+EXTRA_TYPES = {"u64": pa.uint64(), "u32": pa.uint32(), "tns": pa.timestamp("ns")}
+
+
+def table_with_extras(rows):
+    table = pa.Table.from_pylist(rows)
+    for name, kind in EXTRA_TYPES.items():
+        table = table.append_column(name, pa.array(list(range(len(rows))), pa.int64()).cast(kind))
+    return table
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("shape", ["inline", "wide", "joined"])
+def test_rejected_rows_keep_every_input_column_as_it_was(spark, tmp_path, shape):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    base = [{"system": "A", "langpair": "de-en", "testset": "t", "seg_id": i, "source": f"src {i}",
+             "candidate": None if i == 1 else "the cat sat"} for i in range(4)]
+    refs = [["the cat sat"], ["the cat"], [None], ["a cat sat"]]  # rows 1 and 2 are rejected
+    options = {}
+    if shape == "inline":
+        rows = [dict(r, references=ref) for r, ref in zip(base, refs)]
+    elif shape == "wide":
+        rows = [dict(r, ref_a=ref[0], ref_b="a cat" if i == 0 else None)
+                for i, (r, ref) in enumerate(zip(base, refs))]
+        options = dict(references_cols=("ref_a", "ref_b"))
+    else:
+        rows = base
+        ref_path = tmp_path / "refs.parquet"
+        pq.write_table(pa.Table.from_pylist([{"testset": "t", "langpair": "de-en", "seg_id": i,
+                                              "references": ref} for i, ref in enumerate(refs)]), ref_path)
+        options = dict(references=str(ref_path), join_on=("testset", "langpair", "seg_id"))
+    table = table_with_extras(rows)
+    path = tmp_path / "in.parquet"
+    pq.write_table(table, path)
+    result = run_job(spark, JobOptions(input=str(path), output=str(tmp_path / "out"),
+                                       on_invalid="quarantine", **options))
+    assert result.run["rows"]["rejected_by_reason"] == {"null_candidate": 1, "no_reference": 1}
+    rejected = pq.read_table(tmp_path / "out" / "rejected")
+    readable = [c for c in table.column_names if c != "tns"]  # Spark cannot read ns timestamps
+    assert rejected.column_names == [*readable, "reason"]
+    got = sorted(rejected.to_pylist(), key=lambda r: r["seg_id"])
+    want = [dict({c: r[c] for c in readable}, reason=reason)
+            for r, reason in zip(table.to_pylist()[1:3], ["null_candidate", "no_reference"])]
+    for row in got + want:
+        row["u64"], row["u32"] = int(row["u64"]), int(row["u32"])  # as Spark reads unsigned
+    assert got == want
+
+
+@pytest.mark.e2e
+def test_unused_columns_of_types_spark_arrow_lacks_do_not_fail_the_job(tmp_path):
+    rows = [{"system": "A", "langpair": "de-en", "candidate": "the cat sat on the mat", "references": ["the cat sat on the mat"]}]
+    path = tmp_path / "in.parquet"
+    pq.write_table(table_with_extras(rows), path)
+    result = run_cli("--input", str(path), "--output", str(tmp_path / "out"), "--progress-seconds", "0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "out" / "scores.json").read_text())[0]["score"] == pytest.approx(100.0)
+    # ... and a needed column of such a type is one line, exit 5
+    result = run_cli("--input", str(path), "--output", str(tmp_path / "out2"), "--group-by", "system,tns")
+    assert result.returncode == 5 and "input column tns is timestamp[ns], expected an atomic type" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# --- interrupted runs and leftovers ------------------------------------------------------------
+
+import glob
+import signal
+import time
+
+from conftest import SAMPLE
+
+
+def _start_and_signal(tmp_path, signum, to_group):
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "bleu_spark", "score", "--input", SAMPLE,
+                                "--output", str(out), "--progress-seconds", "0"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    deadline = time.time() + 120
+    while not glob.glob(str(tmp_path / ".out.staging-*")) and time.time() < deadline:
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.1)
+    time.sleep(3)  # well inside the Spark pass
+    assert process.poll() is None
+    if to_group:  # as Ctrl-C in a terminal: the whole foreground group, JVM and workers too
+        os.killpg(process.pid, signum)
+    else:         # as a scheduler stopping the task
+        process.send_signal(signum)
+    _, stderr = process.communicate(timeout=120)
+    return process.returncode, stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("signum,code,to_group", [(signal.SIGTERM, 143, False),
+                                                  (signal.SIGINT, 130, True)])
+def test_a_stop_signal_cleans_the_staging_folder_and_exits_with_its_code(tmp_path, signum, code, to_group):
+    returncode, stderr = _start_and_signal(tmp_path, signum, to_group)
+    assert returncode == code, stderr[-3000:]
+    ours = [l for l in stderr.splitlines() if l.startswith("bleu-spark:")]
+    assert ours == [f"bleu-spark: error: interrupted by {signal.Signals(signum).name} (exit code {code}); "
+                    f"the run's staging folder is removed"]
+    assert "Traceback" not in stderr and "\tat org.apache" not in stderr, stderr[-3000:]
+    assert os.listdir(tmp_path) == []
+
+
+def _output(tmp_path, partition_by=()):
+    from bleu_spark import output
+
+    return output.open_output(str(tmp_path / "out"), partition_by)
+
+
+@pytest.mark.parametrize("partition_by", [(), ("run_date",)])
+def test_stale_staging_folders_of_the_output_are_removed_live_ones_kept(tmp_path, partition_by):
+    import socket
+    from bleu_spark import output
+
+    first = _output(tmp_path, partition_by)
+    place, prefix = first._staging_place()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+
+    def staged(name, owner):
+        path = os.path.join(place, prefix + name)
+        os.makedirs(path)
+        if owner is not None:
+            with open(os.path.join(path, output.OWNER), "w") as handle:
+                json.dump(owner, handle)
+        return path
+
+    here = socket.gethostname()
+    gone = staged("gone", {"host": here, "pid": dead.pid, "started": time.time()})
+    old = staged("old", {"host": "elsewhere", "pid": 1, "started": time.time() - 2 * 86400})
+    live = staged("live", {"host": here, "pid": os.getpid(), "started": time.time()})
+    remote = staged("remote", {"host": "elsewhere", "pid": dead.pid, "started": time.time()})
+    young = staged("young", None)  # a run that has not written its record yet
+    unrelated = os.path.join(place, ".other.staging-x" if not partition_by else prefix[:-1])
+    if not partition_by:  # another output's staging beside this one
+        os.makedirs(unrelated)
+    second = _output(tmp_path, partition_by)  # opening an output cleans up after dead runs
+    left = set(os.listdir(place))
+    assert not os.path.exists(gone) and not os.path.exists(old)
+    for kept in (live, remote, young, first.staging, second.staging, *([unrelated] * (not partition_by))):
+        assert os.path.basename(kept) in left
+    first.abort(), second.abort()
+
+
+@pytest.mark.spark
+def test_a_result_holds_no_staging_owner_record(spark, tmp_path):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    run_job(spark, JobOptions(input=SAMPLE, output=str(tmp_path / "out"), progress_seconds=0))
+    assert "_staging_owner.json" not in os.listdir(tmp_path / "out")
+    assert os.listdir(tmp_path) == ["out"]
+
+
+# --- how the input is named: Hive layouts, globs, Spark-written folders ---------------------------
+
+def write_hive(root):
+    for langpair in ("de-en", "en-zh"):
+        folder = root / f"langpair={langpair}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"system": ["A", "B"], "candidate": ["猫 犬 东京 北京", "the cat sat on the mat"],
+                                 "references": [["猫 犬 东京 北京"], ["the cat sat on a mat"]]}),
+                       folder / "part-0.parquet")
+
+
+def test_hive_base_of_paths():
+    from bleu_spark.spark.io import hive_base
+
+    assert hive_base("in/langpair=*/*.parquet") == "in"
+    assert hive_base("/d/in/year=2024/month=*/part-0.parquet") == "/d/in"
+    assert hive_base("in/langpair=de-en") == "in" and hive_base("in/langpair=de-en/") == "in"
+    assert hive_base("in/*.parquet") is None and hive_base("/data/run=1/exp/in.parquet") is None
+    with pytest.raises(Exception, match="below a glob"):
+        hive_base("in/*/langpair=*/x.parquet")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("name", ["in/langpair=*/*.parquet", "in/langpair=*", "in", "in/langpair=en-zh/part-0.parquet"])
+def test_hive_partition_columns_are_kept_however_the_input_is_named(tmp_path, name):
+    import sacrebleu
+
+    write_hive(tmp_path / "in")
+    result = run_cli("--input", str(tmp_path / name), "--output", str(tmp_path / "out"), "--progress-seconds", "0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Exception" not in result.stderr, result.stderr[-3000:]
+    rows = {(r["system"], r["langpair"]): r for r in json.loads((tmp_path / "out" / "scores.json").read_text())}
+    expected = {"en-zh"} if "en-zh" in name else {"de-en", "en-zh"}
+    assert {lp for _, lp in rows} == expected
+    zh = rows["A", "en-zh"]
+    assert zh["tokenize"] == "zh"
+    assert zh["score"] == sacrebleu.BLEU(tokenize="zh").corpus_score(["猫 犬 东京 北京"], [["猫 犬 东京 北京"]]).score
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("pattern", ["in/*", "in/*/*"])
+def test_globs_over_folders_and_spark_written_files_are_read(tmp_path, pattern):
+    for name in ("a", "b"):  # as Spark writes a folder: part files, _SUCCESS and checksums
+        folder = tmp_path / "in" / name
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"system": [name], "langpair": ["de-en"], "candidate": ["the cat sat on the mat"],
+                                 "references": [["the cat sat on the mat"]]}), folder / "part-00000.parquet")
+        (folder / "_SUCCESS").write_bytes(b"")
+        (folder / "._SUCCESS.crc").write_bytes(b"crc\x00\x00\x02\x00")
+    (tmp_path / "in" / "_SUCCESS").write_bytes(b"")
+    result = run_cli("--input", str(tmp_path / pattern), "--output", str(tmp_path / "out"), "--progress-seconds", "0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(r["system"] for r in json.loads((tmp_path / "out" / "scores.json").read_text())) == ["a", "b"]
+
+
+@pytest.mark.parametrize("input_name,output_name", [("in", "in/out"), ("in/*", "in/out"), ("in", "in"),
+                                                    ("in/*/", "in/x/y")])
+def test_an_output_the_input_would_read_is_refused(tmp_path, capsys, input_name, output_name):
+    write_hive(tmp_path / "in")
+    code = main(["score", "--input", str(tmp_path / input_name), "--output", str(tmp_path / output_name)])
+    err = capsys.readouterr().err
+    assert code == 8 and err.count("\n") == 1 and "would be read as input by the next run" in err
+    assert not (tmp_path / "in" / "out").exists()
+
+
+def test_an_output_beside_the_input_glob_is_fine():
+    from bleu_spark.spark.io import check_output_outside_input
+
+    check_output_outside_input("in/*.parquet", "in/out")
+    check_output_outside_input("in", "in2/out")
+    check_output_outside_input("in/a.parquet", "in/out")
+
+
+# --- folders whose files disagree or are damaged ---------------------------------------------------
+
+def _part(folder, name, candidate=("the cat sat on the mat",)):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    pq.write_table(pa.table({"system": ["A"] * len(candidate), "langpair": ["de-en"] * len(candidate),
+                             "candidate": list(candidate),
+                             "references": [["the cat sat on the mat"]] * len(candidate)}), path)
+    return path
+
+
+def test_files_that_disagree_on_a_column_type_are_exit_5_naming_both(tmp_path, capsys):
+    _part(tmp_path / "in", "a.parquet")
+    pq.write_table(pa.table({"system": ["B"], "langpair": ["de-en"], "candidate": [7],
+                             "references": [["x"]]}), tmp_path / "in" / "b.parquet")
+    code = main(["score", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 5 and err.count("\n") == 1
+    assert f"candidate is string in {tmp_path / 'in' / 'a.parquet'} but int64 in {tmp_path / 'in' / 'b.parquet'}" in err
+
+
+def test_a_truncated_file_is_exit_3_naming_it(tmp_path, capsys):
+    _part(tmp_path / "in", "a.parquet")
+    b = _part(tmp_path / "in", "b.parquet")
+    b.write_bytes(b.read_bytes()[:-100])
+    code = main(["score", "--input", str(tmp_path / "in"), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 3 and err.count("\n") == 1 and f"input file {b} is not readable Parquet" in err
+
+
+@pytest.mark.e2e
+def test_a_file_with_a_valid_footer_and_garbage_pages_is_exit_3_one_line(tmp_path):
+    path = _part(tmp_path / "in", "a.parquet", [f"the cat sat {i}" for i in range(200)])
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    for i in range(8, len(data) - 16 - footer):
+        data[i] = (data[i] * 7 + 13) % 256
+    path.write_bytes(bytes(data))
+    result = run_cli("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--progress-seconds", "0")
+    assert result.returncode == 3, result.stderr[-3000:]
+    ours = [l for l in result.stderr.splitlines() if l.startswith("bleu-spark:")]
+    assert len(ours) == 1 and f"file file://{path} cannot be read" in ours[0]
+    assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
+
+
+# --- file systems this Spark lacks -----------------------------------------------------------------
+
+@pytest.mark.e2e
+def test_an_input_on_a_file_system_spark_lacks_is_exit_3_one_line(tmp_path):
+    result = run_cli("--input", "s3a://no-such-bucket/in.parquet", "--output", str(tmp_path / "out"),
+                     "--progress-seconds", "0")
+    assert result.returncode == 3, result.stderr[-3000:]
+    ours = [l for l in result.stderr.splitlines() if l.startswith("bleu-spark:")]
+    assert len(ours) == 1 and "this Spark has no file system for s3a://" in ours[0]
+    assert "org.apache.hadoop.fs.s3a.S3AFileSystem not found" in ours[0] and "Traceback" not in result.stderr
+
+
+def test_an_output_on_a_file_system_pyarrow_lacks_is_exit_8(tmp_path, capsys):
+    path = _part(tmp_path / "in", "a.parquet")
+    code = main(["score", "--input", str(path), "--output", "s3a://no-such-bucket/out"])
+    err = capsys.readouterr().err
+    assert code == 8 and err.count("\n") == 1 and "output s3a://no-such-bucket/out: no file system" in err
+
+
+# --- a Python worker lost mid-stage ---------------------------------------------------------------
+
+def _parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _descendants(pid):
+    children = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        children.setdefault(_parent(int(entry)), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.e2e
+def test_a_python_worker_killed_mid_stage_is_one_line_and_keeps_the_earlier_result(tmp_path):
+    out = tmp_path / "out"
+    first = run_cli("--input", SAMPLE, "--output", str(out), "--group-by", "langpair", "--progress-seconds", "0")
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = (out / "scores.json").read_text()
+    process = subprocess.Popen([sys.executable, "-m", "bleu_spark", "score", "--input", SAMPLE,
+                                "--output", str(out), "--progress-seconds", "0"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed, deadline = [], time.time() + 120
+    while not killed and time.time() < deadline and process.poll() is None:
+        # the workers the job's own JVM started (descendants of the process started here)
+        workers = [p for p in _descendants(process.pid) if "pyspark.daemon" in _cmdline(p)
+                   or "pyspark.worker" in _cmdline(p)]
+        for pid in [p for p in workers if _parent(p) in workers]:  # forked by the daemon: in a task
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    _, stderr = process.communicate(timeout=300)
+    assert killed, "no worker was seen running"
+    assert process.returncode == 12, stderr[-3000:]
+    ours = [l for l in stderr.splitlines() if l.startswith("bleu-spark:")]
+    assert len(ours) == 1 and "the Spark job failed" in ours[0] and "Python worker exited unexpectedly" in ours[0]
+    assert "Traceback" not in stderr
+    assert (out / "scores.json").read_text() == before
+
+
+# --- output field names never collide with the input's columns ---------------------------------------
+
+@pytest.mark.parametrize("columns,args,message", [
+    (["score"], ["--group-by", "system,score"], "group column score has the name of an output field"),
+    (["tokenize"], ["--group-by", "system,tokenize"], "group column tokenize has the name of an output field"),
+    (["reason"], ["--on-invalid", "quarantine"], "input has a column named reason"),
+])
+def test_input_columns_named_like_output_fields_are_refused(tmp_path, capsys, columns, args, message):
+    table = pa.table({"system": ["A"], "langpair": ["de-en"], "candidate": ["a b"], "references": [["a b"]],
+                      **{c: ["x"] for c in columns}})
+    pq.write_table(table, tmp_path / "in.parquet")
+    code = main(["score", "--input", str(tmp_path / "in.parquet"), "--output", str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err
+
+
+@pytest.mark.e2e
+def test_group_by_system_on_one_language_pair_and_a_repeated_group_column_are_scored(tmp_path):
+    import sacrebleu
+
+    rows = [{"system": s, "langpair": "en-zh", "candidate": c, "references": [r]}
+            for s in ("A", "B") for c, r in [("猫 犬 东京 北京", "猫 犬 东京 北京"), ("我们 在 这里", "我们 在 那里")]]
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    for name, group_by in [("one", "system"), ("twice", "system,system,langpair")]:
+        result = run_cli("--input", str(path), "--output", str(tmp_path / name), "--group-by", group_by,
+                         "--progress-seconds", "0")
+        assert result.returncode == 0, result.stderr[-3000:]
+        scores = json.loads((tmp_path / name / "scores.json").read_text())
+        expected = sacrebleu.BLEU(tokenize="zh").corpus_score([r["candidate"] for r in rows[:2]],
+                                                              [[r["references"][0] for r in rows[:2]]])
+        assert [r["system"] for r in scores] == ["A", "B"]
+        assert all(r["tokenize"] == "zh" and r["score"] == expected.score for r in scores)
