@@ -335,12 +335,9 @@ def run_score(args: argparse.Namespace) -> int:
         result = run_job(spark, options)
     finally:
         _stop_spark(spark)
-    print(format_table(result.scores, _shown_columns(result.scores)))
     rows = result.run["rows"]
-    if result.paired:
-        print("\n" + format_paired(result.paired))
-    print(f"\nrows: read {rows['read']}, scored {rows['scored']}, rejected {rows['rejected']}"
-          f"  |  signature: {_signatures(result.scores)}")
+    _print_scores(result, f"rows: read {rows['read']}, scored {rows['scored']}, "
+                          f"rejected {rows['rejected']}")
     for warning in result.run["warnings"]:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if result.run["unmatched_reference_segments"]:
@@ -365,14 +362,18 @@ def run_aggregate(args: argparse.Namespace) -> int:
     finally:
         if spark is not None:
             _stop_spark(spark)
-    print(format_table(result.scores, _shown_columns(result.scores)))
     rows = result.run["rows"]
-    if result.paired:
-        print("\n" + format_paired(result.paired))
-    print(f"\nsegments: scored {rows['scored']}, rejected {rows['rejected']}"
-          f"  |  signature: {_signatures(result.scores)}")
+    _print_scores(result, f"segments: scored {rows['scored']}, rejected {rows['rejected']}")
     print(f"wrote {options.output} in {result.run['timings']['total_s']:.1f} s")
     return 0
+
+
+def _print_scores(result, counts: str) -> None:
+    """The scores table, the paired tests, and a line of counts and signatures."""
+    print(format_table(result.scores, _shown_columns(result.scores)))
+    if result.paired:
+        print("\n" + format_paired(result.paired))
+    print(f"\n{counts}  |  signature: {_signatures(result.scores)}")
 
 
 def _shown_columns(scores: List[dict]) -> List[str]:

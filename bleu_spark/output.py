@@ -186,6 +186,15 @@ class _Output:
         return {"format": OUTPUT_FORMAT, "format_version": 1, "partition_by": list(self.partition_by),
                 "partition_types": self.partition_types}
 
+    def check(self) -> None:
+        raise NotImplementedError
+
+    def open(self):
+        """Checked, with its staging folder made: ready to write into."""
+        self.check()
+        self._create_staging()
+        return self
+
     def abort(self) -> None:
         with contextlib.suppress(OSError):
             self.fs.delete_dir(self.staging)
@@ -256,11 +265,6 @@ class WholeOutput(_Output):
     def check(self) -> None:
         _check_replaceable(self.fs, self.path, self.uri, partitioned=False)
 
-    def open(self) -> "WholeOutput":
-        self.check()
-        self._create_staging()
-        return self
-
     def commit(self, run: dict) -> None:
         with contextlib.suppress(OSError):
             self.fs.delete_file(f"{self.staging}/{OWNER}")  # the result is not a staging folder
@@ -297,11 +301,6 @@ class PartitionedOutput(_Output):
             raise OutputError(f"output {self.uri} is partitioned by "
                               f"{','.join(marker.get('partition_by') or []) or 'nothing'}, not by "
                               f"{','.join(self.partition_by)}; write to another folder")
-
-    def open(self) -> "PartitionedOutput":
-        self.check()
-        self._create_staging()
-        return self
 
     def staged_partitions(self) -> list:
         """Every partition folder path (`col=v/col2=w`) staged for any table."""
