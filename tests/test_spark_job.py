@@ -134,3 +134,26 @@ def test_schema_problems_are_reported_together(spark, tmp_path):
         run_job(spark, JobOptions(input=path, candidate_col="system", references_cols=("refs",)))
     with pytest.raises(InputNotFoundError, match="not found"):
         run_job(spark, JobOptions(input=str(tmp_path / "missing" / "*.parquet")))
+
+
+@pytest.mark.parametrize("replicates", [0, 20])
+def test_a_long_partition_is_merged_on_the_way_without_changing_its_sums(replicates):
+    """More batches than the partition function holds before merging them (10M-row inputs)."""
+    import pyarrow as pa
+
+    from bleu_spark.spark import stats as partition
+
+    rows = [{"system": "A", "langpair": "de-en", "candidate": f"the cat {i}", "_references": [f"a cat {i}"],
+             "_row_reason": None, "_segment_hash": i} for i in range(300)]
+    table = pa.Table.from_pylist(rows).set_column(4, "_row_reason", pa.nulls(len(rows), pa.string()))
+    batches = table.to_batches(max_chunksize=2)
+    plan = partition.PartitionPlan(config=BleuConfig(tokenize="13a"), group_cols=("system", "langpair"),
+                                   candidate_col="candidate", references_col="_references",
+                                   langpair_col=None, reason_col="_row_reason",
+                                   segment_hash_col="_segment_hash" if replicates else None,
+                                   replicates=replicates, seed=1)
+    merged = pa.Table.from_batches(list(partition.partial_sums(plan)(iter(batches))))
+    whole = pa.Table.from_batches(list(partition.partial_sums(plan)(iter(table.to_batches()))))
+    assert len(batches) > partition._PartitionSums.MERGE_EVERY
+    assert merged.num_rows == 1 + replicates
+    assert merged.sort_by("replicate").to_pylist() == whole.sort_by("replicate").to_pylist()

@@ -136,10 +136,13 @@ class _PartitionSums:
         table = pa.table(columns, names=[*self.keys, N_SEGMENTS, MIN_REFS, MAX_REFS, *stats_names(order)])
         self.pending.append(_sums_by_key(table, self.keys))
         if len(self.pending) >= self.MERGE_EVERY:
-            self.pending = [self.result()]
+            self.pending = [self._merged()]
+
+    def _merged(self) -> pa.Table:
+        return _sums_by_key(pa.concat_tables(self.pending), self.keys)
 
     def result(self) -> pa.Table:
-        plain = _sums_by_key(pa.concat_tables(self.pending), self.keys)
+        plain = self._merged()
         plain = plain.append_column(REPLICATE, pa.nulls(len(plain), pa.int32())) \
                      .append_column(TRIAL, pa.nulls(len(plain), pa.int32()))
         # in output_schema's order: Spark takes the columns by position
