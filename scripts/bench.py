@@ -984,7 +984,7 @@ def print_table(runs: Dict[str, Dict[str, Any]], rows: int) -> None:
     print("-" * len(hdr))
     for p in ALL_PATHS:
         r = runs.get(p)
-        if not r or r.get("returncode") != 0:
+        if not r or r.get("returncode") != 0 or "rows_per_s" not in r:  # g: no rows scored
             continue
         peak = r.get("peak_rss_mib", {})
         one = r.get("peak_rss_one_mib", {})
