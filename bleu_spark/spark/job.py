@@ -444,6 +444,7 @@ def spark_session():
     # Python workers run the driver's interpreter unless the platform names one
     # (spark.pyspark.python wins over this variable): the bare `python3` on PATH may lack pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    _quiet_jvm_start()
     # One progress view, the job's: Spark's console bars would garble its lines on stderr.
     quiet = SparkSession.builder.config("spark.ui.showConsoleProgress", "false")
     try:
@@ -469,10 +470,30 @@ def user_log4j_config() -> bool:
     if any(os.path.isfile(os.path.join(conf_dir, name))
            for name in ("log4j2.properties", "log4j2.xml", "log4j2.yaml", "log4j2.json")):
         return True
+    defaults = os.path.join(conf_dir, "spark-defaults.conf")
+    if os.path.isfile(defaults) and "log4j" in open(defaults, encoding="utf-8").read():
+        return True
     java_options = " ".join([SparkConf().get("spark.driver.extraJavaOptions", ""),
                              os.environ.get("SPARK_SUBMIT_OPTS", ""),
                              os.environ.get("JAVA_TOOL_OPTIONS", "")])
     return "log4j" in java_options
+
+
+QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
+
+
+def _quiet_jvm_start() -> None:
+    """When this process starts the JVM itself (the console script, not spark-submit) and no
+    logging is configured, the JVM starts with errors-only logging: Spark's start-up warnings
+    (loopback address, native Hadoop library) come before any setLogLevel could stop them."""
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    if user_log4j_config():
+        return
+    options = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    os.environ["SPARK_SUBMIT_OPTS"] = f"{options} -Dlog4j2.configurationFile=file:{QUIET_LOG4J}".strip()
 
 
 def _quiet(spark: SparkSession) -> SparkSession:
