@@ -6,10 +6,9 @@ from __future__ import annotations
 import dataclasses
 from typing import List, Optional, Sequence, Tuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-import numpy as np
 
 from . import bootstrap, statstable
 from .config import AUTO, BleuConfig
@@ -42,7 +41,8 @@ DASHBOARD_FIELDS = ("metric", "score", "n_segments", "n_rejected", "n_reference_
                     "coverage", "signature", "tokenize", "ci_low", "ci_high", "run_id", "run_time")
 # Names the job writes next to group columns: a group column may not be called one of them.
 RESERVED = frozenset([GROUPING, *SCORE_TYPES, *DASHBOARD_FIELDS, *statstable.MEASUREMENT,
-                      *statstable.COUNTS, *statstable.REFS, "reason"])
+                      *statstable.COUNTS, *statstable.REFS, *statstable.SAMPLES, SEGMENT_ORDER,
+                      *(set(PAIRED_TYPES) - {"system"}), "method", "reason"])
 
 
 def label(grouping_set: GroupingSet) -> str:

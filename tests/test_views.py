@@ -152,6 +152,6 @@ def test_concurrent_runs_keep_other_partitions_and_one_whole_winner_of_the_same(
 
 
 def test_group_columns_named_like_output_fields_are_refused():
-    for name in ("score", "tokenize", "grouping", "correct_2", "n_segments"):
+    for name in ("score", "tokenize", "grouping", "correct_2", "n_segments", "replicate", "p_value"):
         with pytest.raises(views.UsageError, match=f"group column {name} has the name of an output field"):
             views.check_group_names(["system", name])
