@@ -179,8 +179,14 @@ class _Output:
                              part.drop_columns(list(self.partition_by)))
 
     def _write_file(self, folder: str, table: pa.Table) -> None:
-        self.fs.create_dir(folder, recursive=True)
-        pq.write_table(table, f"{folder}/part-{self.run_id}.parquet", filesystem=self.fs)
+        try:
+            self.fs.create_dir(folder, recursive=True)
+            pq.write_table(table, f"{folder}/part-{self.run_id}.parquet", filesystem=self.fs)
+        except OSError as exc:  # e.g. a partition value too long for a folder name
+            where = folder[len(self.staging) + 1:]
+            reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+            raise OutputError(f"cannot write {where[:120]}{'...' if len(where) > 120 else ''} "
+                              f"in {self.uri}: {reason}") from None
 
     def marker(self) -> dict:
         return {"format": OUTPUT_FORMAT, "format_version": 1, "partition_by": list(self.partition_by),

@@ -155,3 +155,11 @@ def test_group_columns_named_like_output_fields_are_refused():
     for name in ("score", "tokenize", "grouping", "correct_2", "n_segments", "replicate", "p_value"):
         with pytest.raises(views.UsageError, match=f"group column {name} has the name of an output field"):
             views.check_group_names(["system", name])
+
+
+def test_a_partition_value_too_long_for_a_folder_name_is_one_line(tmp_path):
+    out = output.open_output(str(tmp_path / "out"), ("text",))
+    with pytest.raises(output.OutputError, match="cannot write stats/text=x{100}.*File name too long"):
+        out.write_table("stats", pa.table({"text": ["x" * 300], "value": [1]}))
+    out.abort()
+    assert not [p for p in os.listdir(tmp_path / "out") if p.startswith(".staging")]
