@@ -1,5 +1,6 @@
 """The input contract: reference shapes, every reason code under both policies, coverage, safe output."""
 import json
+import os
 import random
 
 import pyarrow as pa
@@ -10,6 +11,7 @@ from bleu_spark import BleuConfig
 from bleu_spark.errors import InvalidRowsError, OutputError
 from bleu_spark.oracle import sacrebleu_score
 from bleu_spark import output
+from bleu_spark.spark import inputs
 from bleu_spark.spark.job import JobOptions, run_job
 from conftest import random_sentences
 from matching import assert_matches_sacrebleu
@@ -221,3 +223,23 @@ def test_references_are_brought_together_only_when_rows_share_them(spark, tmp_pa
         assert_matches_sacrebleu(row, sacrebleu_score([r["candidate"] for r in group],
                                                       [r["references"] for r in group],
                                                       BleuConfig(), langpair=key[1]))
+
+
+def test_scans_split_into_a_few_tasks_per_core_each_with_rows(spark, tmp_path):
+    rows = 40_000
+    path = str(tmp_path / "logs.parquet")
+    pq.write_table(pa.table({"candidate": random_sentences(random.Random(5), rows)}), path,
+                   row_group_size=2_000)
+    rows_per_task = lambda: (spark.read.parquet(path).rdd
+                             .mapPartitions(lambda part: [sum(1 for _ in part)]).collect())
+    assert len(rows_per_task()) <= 2            # Spark's default: at most one split per core
+    with inputs.splits_sized(spark, rows, os.path.getsize(path)):
+        sized = rows_per_task()
+    assert len(sized) == inputs.scoring_tasks(rows, 2) == 4 and min(sized) > 0 and sum(sized) == rows
+    assert spark.conf.get(inputs.SPLIT_BYTES, None) is None       # as it was before
+    spark.conf.set(inputs.SPLIT_BYTES, "64MB")  # the user's own setting is kept
+    try:
+        with inputs.splits_sized(spark, rows, os.path.getsize(path)):
+            assert len(rows_per_task()) == 1
+    finally:
+        spark.conf.unset(inputs.SPLIT_BYTES)

@@ -12,6 +12,7 @@ function adds the one-row checks and counts every rejected row, so nothing is dr
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -34,6 +35,8 @@ COLOCATE = ("auto", "always", "never")
 SHARING_PAYS = 1.5
 ROWS_PER_TASK = 10_000      # fewer rows a task: overheads dominate
 TASKS_PER_CORE = 4          # enough that cores stay busy to the end and progress moves
+SPLIT_BYTES = "spark.sql.files.maxPartitionBytes"   # the most bytes of a file one scan task reads
+SPARK_SPLIT_BYTES = 128 * 2**20                     # its default
 
 
 @dataclass(frozen=True)
@@ -49,10 +52,27 @@ class ScoringInput:
 
 
 def scoring_tasks(rows: int, parallelism: int) -> int:
-    """Tasks for a shuffle into the scoring stage: a few per core, more for big inputs (at most
-    a few hundred thousand rows a task), never a task per few rows."""
+    """Tasks of the scoring stage: a few per core, more for big inputs (at most a few hundred
+    thousand rows a task), never a task per few rows."""
     wanted = max(TASKS_PER_CORE * parallelism, -(-rows // 200_000))
     return max(1, min(wanted, -(-rows // ROWS_PER_TASK)))
+
+
+@contextmanager
+def splits_sized(spark: SparkSession, rows: int, input_bytes: Optional[int]):
+    """Within it, Parquet scans split the input into `scoring_tasks` tasks, so the scoring stage
+    keeps every core busy to the end and its progress moves even when rows are scored where they
+    lie. Spark's default makes one split per core (two tasks on two cores: one slow task holds
+    the stage, and progress reads 0% until it ends). A split size the user set is kept."""
+    if spark.conf.get(SPLIT_BYTES, None) is not None or not input_bytes:
+        yield
+        return
+    tasks = scoring_tasks(rows, spark.sparkContext.defaultParallelism)
+    spark.conf.set(SPLIT_BYTES, str(min(SPARK_SPLIT_BYTES, -(-input_bytes // tasks))))
+    try:
+        yield
+    finally:
+        spark.conf.unset(SPLIT_BYTES)
 
 
 def reference_rules(options, columns) -> list:

@@ -297,7 +297,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if resampling.active and resampling.method == bootstrap.SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
             raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
                              f"{rows_read} rows is more than {MAX_SACREBLEU_ROWS}; use poisson")
-        with Progress(spark, rows_read, options.progress_seconds) as progress:
+        input_bytes = io.input_bytes(df)
+        with inputs.splits_sized(spark, rows_read, input_bytes), \
+                Progress(spark, rows_read, options.progress_seconds) as progress:
             measurement = Measurement(spark, df, options, progress.rows, rows_read)
         scores = views.score_sets(measurement.stats, measurement.sets, options.config,
                                   resampling, measurement.segments)
@@ -308,7 +310,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             measurement.warnings += missing
         timings = {"score_s": time.time() - started}
         run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id,
-                         io.input_bytes(df))
+                         input_bytes)
         if output:
             write_start = time.time()
             if measurement.rejected:
