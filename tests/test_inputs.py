@@ -243,3 +243,16 @@ def test_scans_split_into_a_few_tasks_per_core_each_with_rows(spark, tmp_path):
             assert len(rows_per_task()) == 1
     finally:
         spark.conf.unset(inputs.SPLIT_BYTES)
+
+
+def test_an_input_in_fewer_row_groups_than_cores_is_warned_of(spark, tmp_path, monkeypatch):
+    monkeypatch.setattr(inputs, "ROWS_PER_TASK", 1_000)      # 8,000 rows: 8 tasks on 2 cores
+    logs = [{"system": "A", "langpair": "de-en", "candidate": f"the cat {i}", "references": [f"a cat {i}"]}
+            for i in range(8_000)]
+    result = run(spark, tmp_path, logs, "one_row_group")     # pyarrow's default: one row group
+    assert result.run["layout"]["input_row_groups"] == 1 and not result.run["layout"]["colocated"]
+    assert any("in 1 Parquet row group(s)" in w and "at most 1,000 rows" in w
+               for w in result.run["warnings"]), result.run["warnings"]
+    assert inputs.few_row_groups({"colocated": False, "input_row_groups": 2}, 8_000, 2) == []
+    assert inputs.few_row_groups({"colocated": False, "input_row_groups": 1}, 3_000, 2) == []
+    assert inputs.few_row_groups({"colocated": True}, 8_000, 2) == []

@@ -130,7 +130,20 @@ def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langp
     whole = _duplicates_flagged(df.select("*", *added), group_cols, segment_key)
     reference_keys = df.select(*segment_key).distinct() if segment_key else None
     frame, layout = _references_together(spark, frame, options.colocate_references, rows)
+    if not layout["colocated"]:
+        layout["input_row_groups"] = io.row_groups(options.input)
     return ScoringInput(frame, segment_key, reference_keys, None, layout, whole)
+
+
+def few_row_groups(layout: dict, rows: int, parallelism: int) -> list:
+    """A warning when rows scored where they lie sit in fewer row groups than there are cores
+    (a pyarrow or pandas file of up to a million rows is one row group): the other cores idle."""
+    groups, wanted = layout.get("input_row_groups"), scoring_tasks(rows, parallelism)
+    if groups is None or groups >= min(parallelism, wanted // TASKS_PER_CORE):
+        return []  # small inputs (under a few tasks a core) are not worth a word
+    return [f"the input's {rows:,} rows are in {groups} Parquet row group(s), and one task reads "
+            f"a row group: only {groups} task(s) can score them; write it with row groups of at "
+            f"most {-(-rows // wanted):,} rows (pyarrow: row_group_size) to use every core"]
 
 
 def _references_together(spark, frame: DataFrame, mode: str, rows: int):

@@ -224,6 +224,16 @@ def _no_filesystem(what: str, path: str, text: str) -> str:
             f"add its connector to the job (e.g. hadoop-aws for s3a)")
 
 
+def row_groups(path: str) -> Optional[int]:
+    """The Parquet row groups of a local input, from its footers; None for remote URIs. A scan
+    task reads whole row groups, so there are never more tasks with rows than row groups."""
+    if not is_local(path):
+        return None
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(f).num_row_groups for f in local_files(path))
+
+
 def input_bytes(df: DataFrame) -> Optional[int]:
     """The size of the files a DataFrame reads, as Spark's planner knows it (from the file
     listing; the task metrics of Parquet scans count only part of what they read)."""

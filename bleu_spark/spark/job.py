@@ -191,9 +191,9 @@ class Measurement:
         self.references_tokenized = spark.sparkContext.accumulator(0)
         self.plan = plan_for(df.schema, options)
         self.sets = grouping_sets(options, df.columns)
+        rows = df.count() if rows is None else rows
         self.input = inputs.scoring_input(spark, df, options, self.plan.group_cols,
-                                          self.plan.langpair_col,
-                                          df.count() if rows is None else rows)
+                                          self.plan.langpair_col, rows)
         partials = partial_sums_frame(self._with_segment_hash(self.input.frame), self.plan,
                                       rows_done, self.references_tokenized).toArrow()
         self.rejected = Counter()
@@ -201,7 +201,9 @@ class Measurement:
             self.rejected[row[REASON]] += row[N_SEGMENTS]
         self.stats = statistics_table(partials, self.plan, options.resampling.label)
         self.segments = self._segments(partials) if self.plan.per_segment else None
-        self.warnings = self._add_coverage()
+        self.warnings = inputs.few_row_groups(self.input.layout, rows,
+                                              spark.sparkContext.defaultParallelism)
+        self.warnings += self._add_coverage()
         if self.rejected and options.on_invalid == "fail":
             raise InvalidRowsError(self._failure_message())
 
