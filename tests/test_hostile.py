@@ -600,9 +600,26 @@ def test_a_python_worker_killed_mid_stage_is_one_line_and_keeps_the_earlier_resu
     assert killed, "no worker was seen running"
     assert process.returncode == 12, stderr[-3000:]
     ours = [l for l in stderr.splitlines() if l.startswith("bleu-spark:")]
-    assert len(ours) == 1 and "the Spark job failed" in ours[0] and "Python worker exited unexpectedly" in ours[0]
+    # killed in a task, or (when the kill lands as the daemon forks it) before taking one
+    assert len(ours) == 1 and "the Spark job failed" in ours[0] and (
+        "Python worker exited unexpectedly" in ours[0] or "a Python worker failed to start" in ours[0])
     assert "Traceback" not in stderr
     assert (out / "scores.json").read_text() == before
+
+
+def test_a_worker_killed_before_it_took_its_task_is_a_lost_worker():
+    from bleu_spark.spark.job import lost_worker_failure
+
+    trace = ("An error occurred while calling o123.toArrow.\n: org.apache.spark.SparkException: Job "
+             "aborted due to stage failure: Task 0 in stage 9.0 failed 1 times, most recent failure: "
+             "Lost task 0.0 in stage 9.0 (TID 8) (127.0.0.1 executor driver): java.io.EOFException\n"
+             "\tat java.base/java.io.DataInputStream.readInt(DataInputStream.java:386)\n"
+             "\tat org.apache.spark.api.python.PythonWorkerFactory.createWorker$1(PythonWorkerFactory.scala:220)\n")
+    assert str(lost_worker_failure(RuntimeError(trace))) == (
+        "the Spark job failed: Task 0 in stage 9.0 failed 1 times, last because: a Python worker "
+        "failed to start (java.io.EOFException) (retries are the platform's spark.task.maxFailures); "
+        "nothing was written")
+    assert lost_worker_failure(RuntimeError(trace.replace("PythonWorkerFactory", "ArrowWriter"))) is None
 
 
 # --- output field names never collide with the input's columns ---------------------------------------

@@ -344,6 +344,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
 # Causes of a task failure that are the platform's, not the data's or the code's.
 LOST_WORKER = ("Python worker exited unexpectedly", "ExecutorLostFailure", "Executor heartbeat timed out",
                "Container killed", "worker lost")
+# In the trace when a worker was killed (or could not start) before it took the task.
+WORKER_NOT_STARTED = "PythonWorkerFactory.create"
 
 
 def lost_worker_failure(exc: BaseException) -> Optional[SparkJobFailedError]:
@@ -353,6 +355,9 @@ def lost_worker_failure(exc: BaseException) -> Optional[SparkJobFailedError]:
     text = str(exc)
     aborted = re.search(r"Job aborted due to stage failure: ([^\n]*)", text)
     cause = next((c for c in LOST_WORKER if c in text), None)
+    if cause is None and WORKER_NOT_STARTED in text:
+        error = re.search(r"most recent failure: Lost task [^:]*\): (.+)", aborted.group(1) if aborted else "")
+        cause = "a Python worker failed to start" + (f" ({error.group(1).strip()[:200]})" if error else "")
     if not aborted or cause is None:
         return None
     where = re.search(r"Task \S+ in stage \S+ failed \d+ times?", aborted.group(1))
