@@ -12,7 +12,7 @@ from bleu_spark.errors import InvalidRowsError, OutputError
 from bleu_spark.oracle import sacrebleu_score
 from bleu_spark import output
 from bleu_spark.spark import inputs
-from bleu_spark.spark.job import JobOptions, run_job
+from bleu_spark.spark.job import JobOptions, run_job, score_dataframe
 from conftest import random_sentences
 from matching import assert_matches_sacrebleu
 
@@ -253,6 +253,9 @@ def test_an_input_in_fewer_row_groups_than_cores_is_warned_of(spark, tmp_path, m
     assert result.run["layout"]["input_row_groups"] == 1 and not result.run["layout"]["colocated"]
     assert any("in 1 Parquet row group(s)" in w and "at most 1,000 rows" in w
                for w in result.run["warnings"]), result.run["warnings"]
+    # a DataFrame has no files to count row groups of: scored the same, without the warning
+    frame = spark.read.parquet(str(tmp_path / "one_row_group_candidates.parquet"))
+    assert [r["score"] for r in score_dataframe(frame)] == [r["score"] for r in result.scores]
     assert inputs.few_row_groups({"colocated": False, "input_row_groups": 2}, 8_000, 2) == []
     assert inputs.few_row_groups({"colocated": False, "input_row_groups": 1}, 3_000, 2) == []
     assert inputs.few_row_groups({"colocated": True}, 8_000, 2) == []

@@ -116,7 +116,8 @@ def _duplicates_flagged(frame: DataFrame, group_cols, segment_key) -> DataFrame:
 
 
 def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langpair_col,
-                  rows: int) -> ScoringInput:
+                  rows: int, row_groups: Optional[int] = None) -> ScoringInput:
+    """`row_groups`: the input's Parquet row groups, when known (`io.row_groups`)."""
     keep = list(dict.fromkeys([*group_cols, options.candidate_col,
                                *([langpair_col] if langpair_col else [])]))
     if options.references:
@@ -131,7 +132,7 @@ def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langp
     reference_keys = df.select(*segment_key).distinct() if segment_key else None
     frame, layout = _references_together(spark, frame, options.colocate_references, rows)
     if not layout["colocated"]:
-        layout["input_row_groups"] = io.row_groups(options.input)
+        layout["input_row_groups"] = row_groups
     return ScoringInput(frame, segment_key, reference_keys, None, layout, whole)
 
 

@@ -186,14 +186,14 @@ class Measurement:
     """One pass over a candidates DataFrame: its statistics table, and what it found."""
 
     def __init__(self, spark: SparkSession, df: DataFrame, options: JobOptions, rows_done=None,
-                 rows: Optional[int] = None):
+                 rows: Optional[int] = None, row_groups: Optional[int] = None):
         self.options = options
         self.references_tokenized = spark.sparkContext.accumulator(0)
         self.plan = plan_for(df.schema, options)
         self.sets = grouping_sets(options, df.columns)
         rows = df.count() if rows is None else rows
         self.input = inputs.scoring_input(spark, df, options, self.plan.group_cols,
-                                          self.plan.langpair_col, rows)
+                                          self.plan.langpair_col, rows, row_groups)
         partials = partial_sums_frame(self._with_segment_hash(self.input.frame), self.plan,
                                       rows_done, self.references_tokenized).toArrow()
         self.rejected = Counter()
@@ -302,7 +302,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         input_bytes = io.input_bytes(df)
         with inputs.splits_sized(spark, rows_read, input_bytes), \
                 Progress(spark, rows_read, options.progress_seconds) as progress:
-            measurement = Measurement(spark, df, options, progress.rows, rows_read)
+            measurement = Measurement(spark, df, options, progress.rows, rows_read,
+                                      io.row_groups(options.input))
         scores = views.score_sets(measurement.stats, measurement.sets, options.config,
                                   resampling, measurement.segments)
         paired = None
