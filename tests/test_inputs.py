@@ -210,6 +210,7 @@ def test_references_are_brought_together_only_when_rows_share_them(spark, tmp_pa
     shared = [dict(c, references=list(REFS[c["langpair"], c["seg_id"]])) for c in CANDIDATES]
     together = run(spark, tmp_path, shared, "shared")
     assert together.run["layout"]["colocated"] and together.run["layout"]["rows_per_reference_set"] > 1.5
+    assert "input_row_groups" not in together.run["layout"]  # the shuffle sets its own tasks
     # logs: one system per segment, every reference set its own: scored where the rows lie
     logs = [dict(c, seg_id=i, references=[f"{c['candidate']} {i}"]) for i, c in enumerate(CANDIDATES)]
     apart = run(spark, tmp_path, logs, "logs")
@@ -256,6 +257,6 @@ def test_an_input_in_fewer_row_groups_than_cores_is_warned_of(spark, tmp_path, m
     # a DataFrame has no files to count row groups of: scored the same, without the warning
     frame = spark.read.parquet(str(tmp_path / "one_row_group_candidates.parquet"))
     assert [r["score"] for r in score_dataframe(frame)] == [r["score"] for r in result.scores]
-    assert inputs.few_row_groups({"colocated": False, "input_row_groups": 2}, 8_000, 2) == []
-    assert inputs.few_row_groups({"colocated": False, "input_row_groups": 1}, 3_000, 2) == []
-    assert inputs.few_row_groups({"colocated": True}, 8_000, 2) == []
+    assert inputs.few_row_groups(2, 8_000, 2) == []          # one a core
+    assert inputs.few_row_groups(1, 3_000, 2) == []          # too small to matter
+    assert inputs.few_row_groups(None, 8_000, 2) == []       # not known (remote files)

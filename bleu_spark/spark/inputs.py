@@ -116,8 +116,7 @@ def _duplicates_flagged(frame: DataFrame, group_cols, segment_key) -> DataFrame:
 
 
 def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langpair_col,
-                  rows: int, row_groups: Optional[int] = None) -> ScoringInput:
-    """`row_groups`: the input's Parquet row groups, when known (`io.row_groups`)."""
+                  rows: int) -> ScoringInput:
     keep = list(dict.fromkeys([*group_cols, options.candidate_col,
                                *([langpair_col] if langpair_col else [])]))
     if options.references:
@@ -131,15 +130,13 @@ def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langp
     whole = _duplicates_flagged(df.select("*", *added), group_cols, segment_key)
     reference_keys = df.select(*segment_key).distinct() if segment_key else None
     frame, layout = _references_together(spark, frame, options.colocate_references, rows)
-    if not layout["colocated"]:
-        layout["input_row_groups"] = row_groups
     return ScoringInput(frame, segment_key, reference_keys, None, layout, whole)
 
 
-def few_row_groups(layout: dict, rows: int, parallelism: int) -> list:
+def few_row_groups(groups: Optional[int], rows: int, parallelism: int) -> list:
     """A warning when rows scored where they lie sit in fewer row groups than there are cores
     (a pyarrow or pandas file of up to a million rows is one row group): the other cores idle."""
-    groups, wanted = layout.get("input_row_groups"), scoring_tasks(rows, parallelism)
+    wanted = scoring_tasks(rows, parallelism)
     if groups is None or groups >= min(parallelism, wanted // TASKS_PER_CORE):
         return []  # small inputs (under a few tasks a core) are not worth a word
     return [f"the input's {rows:,} rows are in {groups} Parquet row group(s), and one task reads "

@@ -186,14 +186,14 @@ class Measurement:
     """One pass over a candidates DataFrame: its statistics table, and what it found."""
 
     def __init__(self, spark: SparkSession, df: DataFrame, options: JobOptions, rows_done=None,
-                 rows: Optional[int] = None, row_groups: Optional[int] = None):
+                 rows: Optional[int] = None):
         self.options = options
         self.references_tokenized = spark.sparkContext.accumulator(0)
         self.plan = plan_for(df.schema, options)
         self.sets = grouping_sets(options, df.columns)
-        rows = df.count() if rows is None else rows
         self.input = inputs.scoring_input(spark, df, options, self.plan.group_cols,
-                                          self.plan.langpair_col, rows, row_groups)
+                                          self.plan.langpair_col,
+                                          df.count() if rows is None else rows)
         partials = partial_sums_frame(self._with_segment_hash(self.input.frame), self.plan,
                                       rows_done, self.references_tokenized).toArrow()
         self.rejected = Counter()
@@ -201,9 +201,7 @@ class Measurement:
             self.rejected[row[REASON]] += row[N_SEGMENTS]
         self.stats = statistics_table(partials, self.plan, options.resampling.label)
         self.segments = self._segments(partials) if self.plan.per_segment else None
-        self.warnings = inputs.few_row_groups(self.input.layout, rows,
-                                              spark.sparkContext.defaultParallelism)
-        self.warnings += self._add_coverage()
+        self.warnings = self._add_coverage()
         if self.rejected and options.on_invalid == "fail":
             raise InvalidRowsError(self._failure_message())
 
@@ -302,8 +300,11 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         input_bytes = io.input_bytes(df)
         with inputs.splits_sized(spark, rows_read, input_bytes), \
                 Progress(spark, rows_read, options.progress_seconds) as progress:
-            measurement = Measurement(spark, df, options, progress.rows, rows_read,
-                                      io.row_groups(options.input))
+            measurement = Measurement(spark, df, options, progress.rows, rows_read)
+        if not measurement.input.layout["colocated"]:  # scored by the scan's tasks
+            groups = measurement.input.layout["input_row_groups"] = io.row_groups(options.input)
+            measurement.warnings += inputs.few_row_groups(groups, rows_read,
+                                                          spark.sparkContext.defaultParallelism)
         scores = views.score_sets(measurement.stats, measurement.sets, options.config,
                                   resampling, measurement.segments)
         paired = None
