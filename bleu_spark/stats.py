@@ -9,11 +9,11 @@ exactly as sacrebleu 2.6 computes them (tokens are `str.split()` tokens of the t
 reference length closest to the candidate's, a tie going to the shorter). Integers sum the same
 in any order, so any partitioning of the rows gives the same corpus totals.
 
-The batch is counted with array operations, not a Python loop per segment: n-grams get dense
-integer ids (each order's id built from the previous order's and the next token's), counts
-come from sorting (line, n-gram) keys, and clipping looks each candidate n-gram up among the
-counts of its segment's references. Each distinct reference of the batch is tokenized once,
-however many systems' rows share it.
+The batch is tokenized with array operations (each distinct reference once, however many
+systems' rows share it), and its n-grams are counted and clipped by one compiled loop over its
+segments (numba): per segment and order, an exact hash table from n-gram to its count in each
+line. Counting a whole batch with numpy sorts instead cost several times more (sorting is
+O(n log n) over every token of the batch; a segment's table is O(its tokens)).
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from typing import List
 import numpy as np
 import pyarrow as pa
 
+from .compiled import compiled
 from .rows import present_references
 from .tokenizers import LineTokenizer, Tokens
 
@@ -56,7 +57,9 @@ def segment_statistics(candidates: pa.Array, references: pa.Array, tokenizer: Li
     stats = np.empty((n, stats_width(max_order)), np.int64)
     stats[:, 0] = sys_len
     stats[:, 1] = _closest_ref_len(sys_len, ref_lens)
-    stats[:, 2:2 + max_order] = _clipped_matches(tokens, n, slots, max_order)
+    line_start = np.zeros(tokens.n_lines + 1, np.int64)
+    np.cumsum(lengths, out=line_start[1:])
+    stats[:, 2:2 + max_order] = _clipped_matches(tokens.ids, line_start, n, slots, max_order)
     stats[:, 2 + max_order:] = np.maximum(0, sys_len[:, None] - np.arange(max_order))
     return SegmentStatistics(stats, n_refs, len(distinct))
 
@@ -82,52 +85,71 @@ def _closest_ref_len(sys_len: np.ndarray, ref_lens: np.ndarray) -> np.ndarray:
     return np.where(shorter, sys_len - nearest, sys_len + nearest)
 
 
-def _clipped_matches(tokens: Tokens, n_candidates: int, slots: np.ndarray,
-                     max_order: int) -> np.ndarray:
-    """Per candidate and order, the sum over its n-grams of min(its count, the n-gram's largest
-    count in one of the segment's references). Candidates are the first `n_candidates` lines of
-    `tokens`, reference k of segment i is line `n_candidates + slots[i, k]`."""
+_EMPTY = -1                                # a free slot of the hash table
+_FIBONACCI = np.int64(-7046029254386353131)  # 2**64 / golden ratio, as int64: spreads the keys
+
+
+@compiled
+def _clipped_matches(ids, line_start, n_candidates, slots, max_order):  # pragma: no cover (compiled)
+    """Per candidate and order, the sum over its distinct n-grams of min(its count, the n-gram's
+    largest count in one of its segment's references). Line l's tokens are
+    `ids[line_start[l]:line_start[l + 1]]`; candidates are lines 0..n_candidates-1, reference k of
+    segment i is line `n_candidates + slots[i, k]` (-1 past its last).
+
+    One segment at a time: its candidate's and references' tokens side by side, then per order
+    an exact hash table from n-gram to a small id, counting each n-gram per line. An n-gram of
+    order n is (the id of the (n-1)-gram at the same position, its last token): one int64 key,
+    compared whole, so equal keys are equal n-grams and nothing collides."""
+    n_slots = slots.shape[1]
     correct = np.zeros((n_candidates, max_order), np.int64)
-    ids, line = tokens.ids, tokens.line
-    start = np.arange(len(ids))       # where each n-gram of the current order starts
-    grams = ids                       # its dense id
-    n_grams = int(ids.max(initial=0)) + 1
-    for order in range(1, max_order + 1):
-        if order > 1:  # extend every n-gram that has a next token on its own line
-            end = start + order - 1
-            inside = end < len(ids)
-            inside[inside] = line[end[inside]] == line[start[inside]]
-            start, end = start[inside], end[inside]
-            if not len(start):
-                break
-            # Both parts are below len(ids), so the pair is below len(ids)**2: int64 holds it.
-            _, grams = np.unique(grams[inside] * len(ids) + ids[end], return_inverse=True)
-            n_grams = int(grams.max()) + 1
-        keys, counts = np.unique(line[start] * n_grams + grams, return_counts=True)
-        first_ref = np.searchsorted(keys, n_candidates * n_grams)
-        cand_line, cand_gram = np.divmod(keys[:first_ref], n_grams)
-        best = _largest_reference_counts(keys[first_ref:], counts[first_ref:], n_grams,
-                                         cand_gram, slots[cand_line], n_candidates)
-        clipped = np.minimum(counts[:first_ref], best)
-        correct[:, order - 1] = np.bincount(cand_line, weights=clipped, minlength=n_candidates)
+    width = np.int64(ids.max() + 1) if len(ids) else np.int64(1)
+    capacity = 0
+    token = source = left = gram = keys = key_ids = counts = np.empty(0, np.int64)
+    for i in range(n_candidates):
+        candidate_length = line_start[i + 1] - line_start[i]
+        if candidate_length == 0:
+            continue
+        n_lines, total = 1, candidate_length
+        while n_lines <= n_slots and slots[i, n_lines - 1] >= 0:
+            line = n_candidates + slots[i, n_lines - 1]
+            total += line_start[line + 1] - line_start[line]
+            n_lines += 1
+        if total > capacity:  # buffers grow to the longest segment, once
+            capacity = max(2 * capacity, total)
+            token, source, left, gram = (np.empty(capacity, np.int64), np.empty(capacity, np.int64),
+                                         np.empty(capacity, np.int64), np.empty(capacity, np.int64))
+            keys, key_ids = np.empty(4 * capacity, np.int64), np.empty(4 * capacity, np.int64)
+            counts = np.empty(capacity * (n_slots + 1), np.int64)
+        p = 0
+        for k in range(n_lines):  # the segment's tokens; left: tokens to the end of the line
+            line = i if k == 0 else n_candidates + slots[i, k - 1]
+            for j in range(line_start[line], line_start[line + 1]):
+                token[p], source[p], left[p] = ids[j], k, line_start[line + 1] - j
+                p += 1
+        size = 16
+        while size < 2 * total:
+            size *= 2
+        for order in range(1, min(max_order, candidate_length) + 1):
+            keys[:size] = _EMPTY
+            n_grams = 0
+            for q in range(total):
+                if left[q] < order:
+                    continue
+                key = token[q] if order == 1 else gram[q] * width + token[q + order - 1]
+                h = (key * _FIBONACCI >> 32) & (size - 1)
+                while keys[h] != key and keys[h] != _EMPTY:
+                    h = (h + 1) & (size - 1)
+                if keys[h] == _EMPTY:
+                    keys[h], key_ids[h] = key, n_grams
+                    counts[n_grams * n_lines:(n_grams + 1) * n_lines] = 0
+                    n_grams += 1
+                gram[q] = key_ids[h]
+                counts[gram[q] * n_lines + source[q]] += 1
+            matched = 0
+            for g in range(n_grams):
+                in_candidate = counts[g * n_lines]
+                if in_candidate:
+                    matched += min(in_candidate, counts[g * n_lines + 1:(g + 1) * n_lines].max()
+                                   if n_lines > 1 else 0)
+            correct[i, order - 1] = matched
     return correct
-
-
-def _largest_reference_counts(ref_keys, ref_counts, n_grams, grams, slots,
-                              first_ref_line) -> np.ndarray:
-    """For each n-gram `grams[i]`, its largest count among the references `slots[i]` (line
-    `first_ref_line + slot`; -1 past the segment's last). `ref_keys` (line * n_grams + n-gram)
-    are sorted and so, mostly, are the queries, as rows sharing references are adjacent: the
-    binary searches stay in cache."""
-    best = np.zeros(len(grams), np.int64)
-    in_a_reference = np.zeros(n_grams, bool)
-    in_a_reference[ref_keys % n_grams] = True
-    asked = np.flatnonzero(in_a_reference[grams])  # the others cannot match: no search
-    ref_keys = np.append(ref_keys, np.iinfo(np.int64).max)  # every query finds a place
-    ref_counts = np.append(ref_counts, 0)
-    for slot in slots.T:  # one reference of each segment at a time
-        ask = asked[slot[asked] >= 0]
-        queries = (first_ref_line + slot[ask]) * n_grams + grams[ask]
-        index = np.searchsorted(ref_keys, queries)
-        best[ask] = np.maximum(best[ask], np.where(ref_keys[index] == queries, ref_counts[index], 0))
-    return best
