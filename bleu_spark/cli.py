@@ -23,7 +23,7 @@ DEFAULTS = {
     "progress_seconds": 30.0, "grouping_sets": None, "partition_by": None, "report": False,
     "confidence": False, "bootstrap_method": "poisson", "n_bootstrap": 1000, "seed": 12345,
     "paired_bs": False, "paired_ar": False, "baseline": None, "n_ar_trials": 10000,
-    "colocate_references": "auto",
+    "colocate_references": "auto", "scan": "auto",
 }
 
 
@@ -43,7 +43,7 @@ JOB_FILE_KINDS = {
     "partition_by": COLUMNS, "report": BOOLEAN,
     "confidence": BOOLEAN, "bootstrap_method": STRING, "n_bootstrap": INTEGER, "seed": INTEGER,
     "paired_bs": BOOLEAN, "paired_ar": BOOLEAN, "baseline": STRING, "n_ar_trials": INTEGER,
-    "colocate_references": STRING,
+    "colocate_references": STRING, "scan": STRING,
 }
 
 
@@ -153,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="bring rows sharing references together first (a shuffle of the text) "
                          "so each reference is tokenized once: auto (default) when rows share "
                          "references enough to pay")
+    io.add_argument("--scan", choices=["auto", "spark"],
+                    help="who reads the input: auto (default) lets the Python workers read local "
+                         "Parquet files themselves when rows are scored where they lie; spark: "
+                         "always Spark's Parquet scan")
     io.add_argument("--partition-by", metavar="COLS", help="write the output's tables as Hive "
                     "partitions of these input columns (e.g. run_date); a run replaces only its own")
     _add_showing(score)
@@ -250,7 +254,7 @@ def job_options(settings: dict):
         langpair_col=settings["langpair_col"], references=settings["references"],
         join_on=tuple(settings["join_on"] or ()), segment_key=tuple(settings["segment_key"] or ()),
         on_invalid=settings["on_invalid"], progress_seconds=settings["progress_seconds"],
-        colocate_references=settings["colocate_references"],
+        colocate_references=settings["colocate_references"], scan=settings["scan"],
         grouping_sets=settings["grouping_sets"], partition_by=tuple(settings["partition_by"] or ()),
         report=bool(settings["report"]), config=config, resampling=resampling_options(settings))
 

@@ -519,14 +519,16 @@ def test_a_truncated_file_is_exit_3_naming_it(tmp_path, capsys):
 
 
 @pytest.mark.e2e
-def test_a_file_with_a_valid_footer_and_garbage_pages_is_exit_3_one_line(tmp_path):
+@pytest.mark.parametrize("scan", ["auto", "spark"])  # read by the Python workers, or by Spark
+def test_a_file_with_a_valid_footer_and_garbage_pages_is_exit_3_one_line(tmp_path, scan):
     path = _part(tmp_path / "in", "a.parquet", [f"the cat sat {i}" for i in range(200)])
     data = bytearray(path.read_bytes())
     footer = int.from_bytes(data[-8:-4], "little")
     for i in range(8, len(data) - 16 - footer):
         data[i] = (data[i] * 7 + 13) % 256
     path.write_bytes(bytes(data))
-    result = run_cli("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--progress-seconds", "0")
+    result = run_cli("--input", str(tmp_path / "in"), "--output", str(tmp_path / "out"), "--progress-seconds", "0",
+                     "--scan", scan)
     assert result.returncode == 3, result.stderr[-3000:]
     ours = [l for l in result.stderr.splitlines() if l.startswith("bleu-spark:")]
     assert len(ours) == 1 and f"file file://{path} cannot be read" in ours[0]

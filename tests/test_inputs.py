@@ -206,21 +206,17 @@ def test_a_join_key_matching_two_array_rows_is_ambiguous_under_both_policies(spa
         == {("A", 2), ("B", 2)}
 
 
-def test_references_are_brought_together_only_when_rows_share_them(spark, tmp_path):
+def test_rows_are_scored_where_they_lie_unless_asked_to_be_brought_together(spark, tmp_path):
     shared = [dict(c, references=list(REFS[c["langpair"], c["seg_id"]])) for c in CANDIDATES]
-    together = run(spark, tmp_path, shared, "shared")
-    assert together.run["layout"]["colocated"] and together.run["layout"]["rows_per_reference_set"] > 1.5
-    assert "input_row_groups" not in together.run["layout"]  # the shuffle sets its own tasks
-    # logs: one system per segment, every reference set its own: scored where the rows lie
-    logs = [dict(c, seg_id=i, references=[f"{c['candidate']} {i}"]) for i, c in enumerate(CANDIDATES)]
-    apart = run(spark, tmp_path, logs, "logs")
-    assert not apart.run["layout"]["colocated"] and apart.run["layout"]["rows_per_reference_set"] < 1.5
-    forced = run(spark, tmp_path, logs, "forced", colocate_references="always")
-    assert forced.run["layout"]["colocated"]
+    apart = run(spark, tmp_path, shared, "apart")   # auto: the shuffle does not pay
+    assert not apart.run["layout"]["colocated"] and apart.run["layout"]["scan"] == "arrow"
+    forced = run(spark, tmp_path, shared, "forced", colocate_references="always")
+    assert forced.run["layout"]["colocated"] and forced.run["layout"]["scan"] == "spark"
+    assert "input_row_groups" not in forced.run["layout"]  # the shuffle sets its own tasks
     assert forced.run["tasks"]["shuffle_write_bytes"] > apart.run["tasks"]["shuffle_write_bytes"]
     assert by_group(forced) == by_group(apart)
     for key, row in by_group(apart).items():
-        group = [r for r in logs if (r["system"], r["langpair"]) == key]
+        group = [r for r in shared if (r["system"], r["langpair"]) == key]
         assert_matches_sacrebleu(row, sacrebleu_score([r["candidate"] for r in group],
                                                       [r["references"] for r in group],
                                                       BleuConfig(), langpair=key[1]))

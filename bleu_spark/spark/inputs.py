@@ -30,9 +30,6 @@ _MATCHED, _REF_ROWS = "_matched", "_ref_rows"
 
 
 COLOCATE = ("auto", "always", "never")
-# Rows per distinct reference set from which bringing them together pays: the shuffle costs a
-# few microseconds a row, a reference tokenization tens (docs/benchmarks.md).
-SHARING_PAYS = 1.5
 ROWS_PER_TASK = 10_000      # fewer rows a task: overheads dominate
 TASKS_PER_CORE = 4          # enough that cores stay busy to the end and progress moves
 SPLIT_BYTES = "spark.sql.files.maxPartitionBytes"   # the most bytes of a file one scan task reads
@@ -49,6 +46,7 @@ class ScoringInput:
     # Every input column as read, plus REFERENCES and ROW_REASON: what rejected rows are written
     # from (read again only when rows were rejected; the scoring pass moves only what it needs).
     whole: Optional[DataFrame] = None
+    scan: Optional[object] = None           # an ArrowScan when the Python workers read the rows
 
 
 def scoring_tasks(rows: int, parallelism: int) -> int:
@@ -58,13 +56,22 @@ def scoring_tasks(rows: int, parallelism: int) -> int:
     return max(1, min(wanted, -(-rows // ROWS_PER_TASK)))
 
 
+def user_split_bytes(spark: SparkSession) -> Optional[int]:
+    """`spark.sql.files.maxPartitionBytes` when the user or platform set it, in bytes."""
+    value = spark.conf.get(SPLIT_BYTES, None)
+    if value is None:
+        return None
+    return max(1, int(spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils
+                      .byteStringAsBytes(value)))
+
+
 @contextmanager
 def splits_sized(spark: SparkSession, rows: int, input_bytes: Optional[int]):
     """Within it, Parquet scans split the input into `scoring_tasks` tasks, so the scoring stage
     keeps every core busy to the end and its progress moves even when rows are scored where they
     lie. Spark's default makes one split per core (two tasks on two cores: one slow task holds
     the stage, and progress reads 0% until it ends). A split size the user set is kept."""
-    if spark.conf.get(SPLIT_BYTES, None) is not None or not input_bytes:
+    if user_split_bytes(spark) is not None or not input_bytes:
         yield
         return
     tasks = scoring_tasks(rows, spark.sparkContext.defaultParallelism)
@@ -116,7 +123,9 @@ def _duplicates_flagged(frame: DataFrame, group_cols, segment_key) -> DataFrame:
 
 
 def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langpair_col,
-                  rows: int) -> ScoringInput:
+                  rows: int, scan=None) -> ScoringInput:
+    """What the partition function scores. `scan`: an ArrowScan of the input, for rows scored
+    where they lie."""
     keep = list(dict.fromkeys([*group_cols, options.candidate_col,
                                *([langpair_col] if langpair_col else [])]))
     if options.references:
@@ -129,8 +138,9 @@ def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langp
     frame = _duplicates_flagged(frame, group_cols, segment_key)
     whole = _duplicates_flagged(df.select("*", *added), group_cols, segment_key)
     reference_keys = df.select(*segment_key).distinct() if segment_key else None
-    frame, layout = _references_together(spark, frame, options.colocate_references, rows)
-    return ScoringInput(frame, segment_key, reference_keys, None, layout, whole)
+    frame, layout = _references_together(spark, frame, options.colocate_references, rows, scan)
+    layout["scan"] = "arrow" if scan else "spark"
+    return ScoringInput(frame, segment_key, reference_keys, None, layout, whole, scan)
 
 
 def few_row_groups(groups: Optional[int], rows: int, parallelism: int) -> list:
@@ -144,23 +154,20 @@ def few_row_groups(groups: Optional[int], rows: int, parallelism: int) -> list:
             f"most {-(-rows // wanted):,} rows (pyarrow: row_group_size) to use every core"]
 
 
-def _references_together(spark, frame: DataFrame, mode: str, rows: int):
-    """Rows that share references, adjacent in one partition, so each reference set is tokenized
-    once for every system that translated the segment, however the input is laid out (systems
-    usually arrive one after another). That costs a shuffle of all the text, so under `auto` it
-    is done only when rows share references enough to pay for it: counted, approximately, by a
-    scan of the references' hashes (one small aggregate, no text moved)."""
-    key = F.xxhash64(REFERENCES)
-    layout = {"colocate_references": mode, "rows_per_reference_set": None}
-    if mode == "auto":
-        distinct = frame.select(F.approx_count_distinct(key)).first()[0]
-        layout["rows_per_reference_set"] = round(rows / max(distinct, 1), 3)
-    layout["colocated"] = mode == "always" or (
-        mode == "auto" and layout["rows_per_reference_set"] >= SHARING_PAYS)
+def _references_together(spark, frame: DataFrame, mode: str, rows: int, scan):
+    """Under `always`, rows that share references are brought together in one partition first,
+    so each reference set is tokenized once for every system that translated the segment. That
+    is a shuffle of all the text, and it does not pay: measured on real and generated corpora of
+    13 and 10 systems a segment (13a and ja-mecab), moving the rows cost the JVM more than
+    tokenizing the references again costs the Python workers (docs/benchmarks.md). So `auto`
+    (and `never`) score rows where they lie; each batch still tokenizes its distinct references
+    once."""
+    layout = {"colocate_references": mode, "colocated": mode == "always"}
     if not layout["colocated"]:
-        layout["scoring_tasks"] = frame.rdd.getNumPartitions()
+        layout["scoring_tasks"] = len(scan.tasks) if scan is not None else frame.rdd.getNumPartitions()
         return frame, layout
     layout["scoring_tasks"] = scoring_tasks(rows, spark.sparkContext.defaultParallelism)
+    key = F.xxhash64(REFERENCES)
     return frame.repartition(layout["scoring_tasks"], key).sortWithinPartitions(key), layout
 
 
@@ -181,7 +188,7 @@ def _joined(spark, df, options, group_cols, keep) -> ScoringInput:
     frame = joined(list(dict.fromkeys([*keep, *keys])))
     unmatched = segments.join(df.select(*keys).distinct(), on=keys, how="left_anti")
     # The join brings a segment's rows together already.
-    layout = {"colocate_references": "join", "colocated": True, "rows_per_reference_set": None}
+    layout = {"colocate_references": "join", "colocated": True, "scan": "spark"}
     return ScoringInput(frame, tuple(keys), segments.select(*keys), unmatched, layout, joined(df.columns))
 
 

@@ -27,12 +27,14 @@ from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, 
 from ..stats import stats_names
 from . import inputs, io
 from .progress import Progress
+from .scan import ArrowScan, arrow_scan
 from .stats import (MAX_REFS, MIN_REFS, N_SEGMENTS, REASON, REPLICATE, TOKENIZE, TRIAL,
                     PartitionPlan, output_schema, partial_sums, rejected_rows, rejected_schema,
                     statistics_table)
 
 DEFAULT_GROUP_BY = ("system", "langpair")
 ON_INVALID = ("fail", "quarantine")
+SCANS = ("auto", "spark")
 EXAMPLES_SHOWN = 5
 SEGMENT_HASH = "_segment_hash"   # what a segment's bootstrap weights are drawn from
 # sacrebleu's own resampling brings every segment's statistics to the driver: test-set sizes.
@@ -55,6 +57,7 @@ class JobOptions:
     segment_key: Tuple[str, ...] = ()                   # inline references: what names a segment
     on_invalid: str = "fail"
     colocate_references: str = "auto"                   # shuffle rows sharing references together
+    scan: str = "auto"                                  # auto: Python workers read local files
     progress_seconds: float = 30.0                      # 0: no progress lines
     config: BleuConfig = field(default_factory=BleuConfig)
     resampling: bootstrap.Resampling = field(default_factory=bootstrap.Resampling)
@@ -67,6 +70,8 @@ class JobOptions:
         if self.on_invalid not in ON_INVALID:
             raise UsageError(f"unknown --on-invalid policy {self.on_invalid!r}; "
                              f"choose one of: {', '.join(ON_INVALID)}")
+        if self.scan not in SCANS:
+            raise UsageError(f"unknown --scan {self.scan!r}; choose one of: {', '.join(SCANS)}")
         if not self.references_cols:
             raise UsageError("--references-col needs at least one column")
         if self.group_by is not None and self.grouping_sets is not None:
@@ -147,12 +152,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
 
 def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> DataFrame:
     """One row per (group, tokenizer, reason) over the whole input: the only wide step."""
-    needed = list(dict.fromkeys([*plan.group_cols, *plan.per_segment, plan.candidate_col,
-                                 plan.references_col,
-                                 *([plan.langpair_col] if plan.langpair_col else []),
-                                 *([plan.segment_hash_col] if plan.segment_hash_col else []),
-                                 plan.reason_col]))
-    narrow = df.select(*needed)
+    narrow = df.select(*plan.read_columns)
     partials = narrow.mapInArrow(partial_sums(plan, *accumulators), output_schema(plan, narrow.schema))
     stats = stats_names(plan.config.max_ngram_order)
     return partials.groupBy(*plan.keys, REPLICATE, TRIAL).agg(
@@ -186,16 +186,20 @@ class Measurement:
     """One pass over a candidates DataFrame: its statistics table, and what it found."""
 
     def __init__(self, spark: SparkSession, df: DataFrame, options: JobOptions, rows_done=None,
-                 rows: Optional[int] = None):
+                 rows: Optional[int] = None, scan: Optional[ArrowScan] = None):
         self.options = options
         self.references_tokenized = spark.sparkContext.accumulator(0)
         self.plan = plan_for(df.schema, options)
         self.sets = grouping_sets(options, df.columns)
         self.input = inputs.scoring_input(spark, df, options, self.plan.group_cols,
                                           self.plan.langpair_col,
-                                          df.count() if rows is None else rows)
-        partials = partial_sums_frame(self._with_segment_hash(self.input.frame), self.plan,
-                                      rows_done, self.references_tokenized).toArrow()
+                                          df.count() if rows is None else rows, scan)
+        accumulators = (rows_done, self.references_tokenized)
+        if self.input.scan is not None:
+            partials = self.input.scan.partial_sums(spark, self.plan, *accumulators)
+        else:
+            frame = self._with_segment_hash(self.input.frame)
+            partials = partial_sums_frame(frame, self.plan, *accumulators).toArrow()
         self.rejected = Counter()
         for row in partials.filter(partials[REASON].is_valid()).select([REASON, N_SEGMENTS]).to_pylist():
             self.rejected[row[REASON]] += row[N_SEGMENTS]
@@ -292,7 +296,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     try:
         job_group = f"bleu-spark-{run_id}"
         spark.sparkContext.setJobGroup(job_group, "bleu-spark score")
-        rows_read = df.count()  # from Parquet footers: cheap, and checked against the scoring pass
+        scan = arrow_scan(spark, df, options, plan_for(df.schema, options))
+        # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
+        rows_read = scan.rows if isinstance(scan, ArrowScan) else df.count()
         resampling = options.resampling
         if resampling.active and resampling.method == bootstrap.SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
             raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
@@ -300,7 +306,10 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         input_bytes = io.input_bytes(df)
         with inputs.splits_sized(spark, rows_read, input_bytes), \
                 Progress(spark, rows_read, options.progress_seconds) as progress:
-            measurement = Measurement(spark, df, options, progress.rows, rows_read)
+            measurement = Measurement(spark, df, options, progress.rows, rows_read,
+                                      scan if isinstance(scan, ArrowScan) else None)
+        if isinstance(scan, str):
+            measurement.input.layout["spark_scan_reason"] = scan
         if not measurement.input.layout["colocated"]:  # scored by the scan's tasks
             groups = measurement.input.layout["input_row_groups"] = io.row_groups(options.input)
             measurement.warnings += inputs.few_row_groups(groups, rows_read,

@@ -46,6 +46,15 @@ class PartitionPlan:
     per_segment: Tuple[str, ...] = ()
 
     @property
+    def read_columns(self) -> Tuple[str, ...]:
+        """The columns the partition function reads, in the order it gets them."""
+        return tuple(dict.fromkeys([*self.group_cols, *self.per_segment, self.candidate_col,
+                                    self.references_col,
+                                    *([self.langpair_col] if self.langpair_col else []),
+                                    *([self.segment_hash_col] if self.segment_hash_col else []),
+                                    self.reason_col]))
+
+    @property
     def keys(self) -> Tuple[str, ...]:
         return (*self.group_cols, *self.per_segment, TOKENIZE, REASON)
 
@@ -96,6 +105,13 @@ def _sums_by_key(table: pa.Table, keys) -> pa.Table:
                     names=[*keys, *ops])
 
 
+def merged_sums(tables, plan: PartitionPlan) -> pa.Table:
+    """Partial sums of several partitions as one table of the same columns: rows of equal keys
+    summed (their counts and statistics; the least and most references kept)."""
+    table = pa.concat_tables(tables)
+    return _sums_by_key(table, plan.keys).select(table.column_names)
+
+
 class _PartitionSums:
     """Partial sums of one partition: batches in, one small table out."""
 
@@ -139,7 +155,7 @@ class _PartitionSums:
             self.pending = [self._merged()]
 
     def _merged(self) -> pa.Table:
-        return _sums_by_key(pa.concat_tables(self.pending), self.keys)
+        return merged_sums(self.pending, self.plan)
 
     def result(self) -> pa.Table:
         plain = self._merged()

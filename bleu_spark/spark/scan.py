@@ -1,0 +1,227 @@
+"""The scoring pass with the input read by the Python workers themselves.
+
+Scored where they lie (no join, no segment-key check, no shuffle bringing rows together),
+Spark's part of the pass was a Parquet scan whose rows went to the Python workers as Arrow
+batches: the JVM decoded every string into its row format and then into Arrow again, and each
+run paid for compiling that code and for planning SQL queries. Here each Spark task gets a list
+of Parquet row groups and reads them with pyarrow, straight to Arrow, in the Python worker; the
+tasks are plain RDD tasks (no SQL planning or code generation), and their partial sums are
+merged in a tree (on the executors, then on the driver). Spark still lists the input, types its
+partition folders, schedules and retries the tasks and carries the accumulators.
+
+It applies to local inputs (paths every executor sees, as Spark's own reading of a local path
+needs) whose files Spark lists the same way, and to columns whose values pyarrow reads as
+Spark does (strings, integers, booleans, dates, and partition folders of strings, integers
+and dates). Anything else is read by Spark's scan.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
+
+from ..errors import InputNotFoundError
+from ..hashes import reference_hashes
+from . import io
+from .inputs import scoring_tasks, user_split_bytes
+from .stats import merged_sums, output_schema, partial_sums
+
+# What pyarrow reads exactly as Spark does: data columns, and values of partition folders.
+_READ_ALIKE = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType, T.BooleanType,
+               T.DateType)
+_FOLDER_ALIKE = (T.StringType, T.IntegerType, T.LongType, T.DateType)
+BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Row groups of one file, and the values of its partition folders."""
+    path: str
+    row_groups: Tuple[int, ...]
+    folders: Tuple[Tuple[str, object], ...]
+
+
+@dataclass(frozen=True)
+class ArrowScan:
+    tasks: Tuple[Tuple[Piece, ...], ...]   # the pieces each task reads
+    rows: int                              # every row of the input, from the footers
+    spark_schema: T.StructType             # the batches' columns
+    file_columns: Tuple[str, ...]          # the columns read from the files
+    references_cols: Tuple[str, ...]       # one list column, or string columns of one reference each
+    references: str                        # the list column the batches carry
+    reason: str                            # the column of reasons found across rows: all null here
+    segment_hash: Optional[str]            # Spark's xxhash64 of the references, when resampling
+    batch_rows: int = 10_000
+
+    @property
+    def schema(self) -> pa.Schema:
+        return to_arrow_schema(self.spark_schema, timezone="UTC")
+
+    def partial_sums(self, spark: SparkSession, plan, *accumulators) -> pa.Table:
+        """The partition function's sums over every task, merged: one row per key. A file that
+        cannot be read is exit 3, one line (found in a task, carried to the driver as its
+        result: retrying cannot help, and a failed task would fill the log with its trace)."""
+        function = partial_sums(plan, *accumulators)
+        schema = to_arrow_schema(output_schema(plan, self.spark_schema), timezone="UTC")
+
+        def task(indices: Iterator[int]) -> Iterator[Union[pa.Table, UnreadableFile]]:
+            try:
+                batches = list(function(self.batches(indices)))
+            except UnreadableFile as failure:
+                yield failure
+                return
+            yield pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
+
+        def merge(a, b):
+            failed = [t for t in (a, b) if isinstance(t, UnreadableFile)]
+            return failed[0] if failed else merged_sums([a, b], plan)
+
+        if not self.tasks:
+            return schema.empty_table()
+        tasks = spark.sparkContext.parallelize(range(len(self.tasks)), len(self.tasks))
+        sums = tasks.mapPartitions(task).treeReduce(merge)
+        if isinstance(sums, UnreadableFile):
+            raise InputNotFoundError(f"file file://{sums.args[0]} cannot be read: {sums.args[1]}")
+        return sums
+
+    def batches(self, indices: Iterator[int]) -> Iterator[pa.RecordBatch]:
+        """The batches of these tasks, with the scan's columns."""
+        schema = self.schema
+        for task in indices:
+            for piece in self.tasks[task]:
+                for batch in _read(piece, self.file_columns, self.batch_rows):
+                    yield self._shaped(batch, piece, schema)
+
+    def _shaped(self, batch: pa.RecordBatch, piece: Piece, schema: pa.Schema) -> pa.RecordBatch:
+        n, folders = batch.num_rows, dict(piece.folders)
+        arrays = []
+        references = self._references(batch)
+        for field in schema:
+            if field.name == self.references:
+                array = references
+            elif field.name == self.reason:
+                array = pa.nulls(n, field.type)
+            elif field.name == self.segment_hash:
+                array = pa.array(reference_hashes(references))
+            elif field.name in folders:
+                array = pa.repeat(pa.scalar(folders[field.name], field.type), n)
+            else:
+                array = batch.column(field.name)
+            arrays.append(array.cast(field.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def _references(self, batch: pa.RecordBatch) -> pa.Array:
+        """The references as one list per row; string columns of one reference each become
+        a list of all of them, null where a row has none (as Spark's `array(...)`)."""
+        if len(self.references_cols) == 1:
+            return batch.column(self.references_cols[0])
+        n, k = batch.num_rows, len(self.references_cols)
+        flat = pa.concat_arrays([batch.column(c).cast(pa.string()) for c in self.references_cols])
+        values = flat.take(pa.array((np.arange(k) * n + np.arange(n)[:, None]).ravel()))
+        return pa.ListArray.from_arrays(pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), values)
+
+
+class UnreadableFile(Exception):
+    """A file whose footer was read but whose pages cannot be: (path, reason)."""
+
+
+def _read(piece: Piece, columns: List[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    try:
+        with pq.ParquetFile(piece.path) as parquet:
+            yield from parquet.iter_batches(batch_rows, piece.row_groups, columns, use_threads=False)
+    except (OSError, pa.ArrowException) as exc:
+        raise UnreadableFile(piece.path, " ".join(str(exc).split())[:300]) from None
+
+
+def _local_path(uri: str) -> str:
+    return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
+
+
+def _folder_values(files: Sequence[str], base: Optional[str], names: Sequence[str]) -> Dict[str, dict]:
+    """Each file's partition folder values (`key=value` below `base`, decoded as Spark
+    decodes them), as strings; null for Hive's default partition."""
+    import pyarrow.dataset as ds
+
+    if not names:
+        return {f: {} for f in files}
+    flavor = ds.partitioning(pa.schema([(n, pa.string()) for n in names]), flavor="hive")
+    dataset = ds.dataset(list(files), format="parquet", partitioning=flavor, partition_base_dir=base)
+    return {fragment.path: ds.get_partition_keys(fragment.partition_expression)
+            for fragment in dataset.get_fragments()}
+
+
+def _typed(value: Optional[str], spark_type: T.DataType):
+    """A folder's value as the Python value of Spark's inferred type."""
+    return None if value is None else pa.array([value]).cast(to_arrow_type(spark_type))[0].as_py()
+
+
+def arrow_scan(spark: SparkSession, df: DataFrame, options, plan) -> Union[ArrowScan, str]:
+    """An ArrowScan of the columns the partition function reads, over the files `df` reads;
+    else why Spark's scan reads them."""
+    if options.scan == "spark":
+        return "--scan spark"
+    if options.references or options.segment_key:
+        return "rows are joined or checked across rows in Spark SQL"
+    if options.colocate_references == "always":
+        return "rows sharing references are brought together first (--colocate-references always)"
+    if not io.is_local(options.input):
+        return "a remote input (read through Spark's file systems)"
+    files = io.local_files(options.input)
+    if sorted(map(os.path.abspath, files)) != sorted(_local_path(f) for f in df.inputFiles()):
+        return "Spark lists other files than the footers were read from"
+    footers = {f: pq.read_metadata(f) for f in files}
+    in_files = set.intersection(*(set(m.schema.to_arrow_schema().names) for m in footers.values()))
+    added = {plan.references_col: T.ArrayType(T.StringType()), plan.reason_col: T.StringType(),
+             plan.segment_hash_col: T.LongType()}
+    fields = [T.StructField(c, added[c]) if c in added else df.schema[c] for c in plan.read_columns]
+    read = [f for f in fields if f.name in in_files]
+    folders = [f for f in fields if f.name not in added and f.name not in in_files]
+    unlike = [f.name for f in read if not isinstance(f.dataType, _READ_ALIKE)] + \
+             [f.name for f in folders if not isinstance(f.dataType, _FOLDER_ALIKE)] + \
+             [c for c in options.references_cols if c not in in_files]
+    if unlike:
+        return (f"column(s) {', '.join(unlike)} read by Spark's scan only "
+                f"(a type pyarrow reads otherwise, or not in every file)")
+    local = options.input[len("file://"):] if options.input.startswith("file://") else options.input
+    pieces, sizes = _pieces(files, footers, folders, io.hive_base(local) or (local if os.path.isdir(local) else None))
+    split = user_split_bytes(spark)  # the user's split size is kept, as for Spark's scan
+    tasks = (-(-sum(map(os.path.getsize, files)) // split) if split
+             else scoring_tasks(sum(sizes), spark.sparkContext.defaultParallelism))
+    batch_rows = int(spark.conf.get(BATCH_ROWS, "10000"))
+    return ArrowScan(tasks=_balanced(pieces, sizes, tasks), rows=sum(sizes),
+                     spark_schema=T.StructType(fields),
+                     file_columns=tuple(dict.fromkeys([f.name for f in read] + list(options.references_cols))),
+                     references_cols=tuple(options.references_cols), references=plan.references_col,
+                     reason=plan.reason_col, segment_hash=plan.segment_hash_col,
+                     batch_rows=batch_rows if batch_rows > 0 else 10_000)
+
+
+def _pieces(files, footers, folders, base) -> Tuple[List[Piece], List[int]]:
+    """Every row group of every file as a piece, with its partition folders' values typed as
+    Spark types them, and its rows."""
+    values = _folder_values(files, base, [f.name for f in folders])
+    pieces = [Piece(f, (g,), tuple((d.name, _typed(values[f].get(d.name), d.dataType)) for d in folders))
+              for f in files for g in range(footers[f].num_row_groups)]
+    return pieces, [footers[p.path].row_group(p.row_groups[0]).num_rows for p in pieces]
+
+
+def _balanced(pieces: List[Piece], sizes: List[int], tasks: int) -> Tuple[Tuple[Piece, ...], ...]:
+    """Consecutive pieces into at most `tasks` tasks of about equal rows (a row group is read
+    whole), the row groups of one file in a task as one piece."""
+    total = max(sum(sizes), 1)
+    grouped: Dict[int, List[Piece]] = {}
+    for piece, start in zip(pieces, np.cumsum([0, *sizes[:-1]])):
+        task = grouped.setdefault(min(tasks - 1, int(start) * tasks // total), [])
+        if task and task[-1].path == piece.path:
+            task[-1] = Piece(piece.path, task[-1].row_groups + piece.row_groups, piece.folders)
+        else:
+            task.append(piece)
+    return tuple(tuple(task) for task in grouped.values())

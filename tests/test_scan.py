@@ -1,0 +1,151 @@
+"""The input read by the Python workers (`spark.scan`): the same statistics as Spark's scan, on
+partitioned folders, wide references, resampling hashes and rejected rows; and Spark's own
+xxhash64 of reference lists, computed in Python."""
+import os
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+
+from bleu_spark import BleuConfig
+from bleu_spark.bootstrap import Resampling
+from bleu_spark.hashes import reference_hashes
+from bleu_spark.oracle import sacrebleu_score
+from bleu_spark.spark.inputs import SPLIT_BYTES
+from bleu_spark.spark.job import JobOptions, run_job
+from conftest import SAMPLE, random_sentences
+from matching import assert_matches_sacrebleu
+
+pytestmark = pytest.mark.spark
+
+
+def random_references(rng: random.Random, count: int):
+    """Reference lists with null lists, null and empty elements, long and non-ASCII strings."""
+    pieces = ["a", "é", "中", "😀", " ", "\u00a0", "x" * 7, "the cat"]
+    def one():
+        if rng.random() < 0.1:
+            return None
+        return "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+    return [None if rng.random() < 0.05 else [one() for _ in range(rng.randint(0, 4))]
+            for _ in range(count)]
+
+
+def test_reference_hashes_are_sparks_xxhash64(spark):
+    refs = random_references(random.Random(1), 3000)
+    frame = spark.createDataFrame([(i, r) for i, r in enumerate(refs)], "i long, refs array<string>")
+    spark_hashes = [r[0] for r in frame.orderBy("i").select(F.xxhash64("refs")).collect()]
+    array = pa.array(refs, pa.list_(pa.string()))
+    assert reference_hashes(array).tolist() == spark_hashes
+    assert reference_hashes(array.slice(100, 500)).tolist() == spark_hashes[100:600]
+    large = pa.array(refs, pa.large_list(pa.large_string()))
+    assert reference_hashes(large).tolist() == spark_hashes
+
+
+def run(spark, path, out, **options):
+    result = run_job(spark, JobOptions(input=str(path), output=str(out), progress_seconds=0, **options))
+    rows = result.run["rows"]
+    assert rows["read"] == rows["scored"] + rows["rejected"]
+    return result
+
+
+def sorted_stats(result):
+    table = result.stats
+    return table.sort_by([(c, "ascending") for c in table.column_names
+                          if c not in ("signature",) and not pa.types.is_list(table.schema.field(c).type)])
+
+
+def both_scans(spark, path, tmp_path, **options):
+    """The job with the Python workers reading, then with Spark's scan: the same statistics."""
+    ours = run(spark, path, tmp_path / "arrow", **options)
+    sparks = run(spark, path, tmp_path / "spark", scan="spark", **options)
+    assert ours.run["layout"]["scan"] == "arrow" and sparks.run["layout"]["scan"] == "spark"
+    assert ours.stats.schema == sparks.stats.schema
+    assert sorted_stats(ours).equals(sorted_stats(sparks))
+    assert ours.run["rows"] == sparks.run["rows"]
+    return ours
+
+
+def test_partition_folders_and_wide_references_read_as_spark_reads_them(spark, tmp_path):
+    rng = random.Random(4)
+    folders = [("2026-01-07", "3", "web site"), ("2026-01-08", "12", "100%"),
+               ("2026-01-08", "3", "__HIVE_DEFAULT_PARTITION__")]
+    rows_by_folder = {}
+    for run_date, shard, site in folders:
+        folder = tmp_path / "in" / f"run_date={run_date}" / f"shard={shard}" / f"site={site.replace('%', '%25')}"
+        folder.mkdir(parents=True)
+        n = rng.randint(20, 40)
+        refs = random_sentences(rng, n)
+        table = pa.table({"system": [rng.choice("AB") for _ in range(n)],
+                          "candidate": random_sentences(rng, n), "ref_a": refs,
+                          "ref_b": [None if rng.random() < 0.3 else r for r in random_sentences(rng, n)]})
+        pq.write_table(table, folder / "part-0.parquet", row_group_size=7)
+        rows_by_folder[run_date, shard, site] = table.to_pylist()
+    ours = both_scans(spark, tmp_path / "in", tmp_path, group_by=("run_date", "shard", "site", "system"),
+                      references_cols=("ref_a", "ref_b"))
+    types = {f.name: str(f.type) for f in ours.stats.schema if f.name in ("run_date", "shard", "site")}
+    assert types == {"run_date": "date32[day]", "shard": "int32", "site": "string"}
+    for row in ours.scores:
+        site = row["site"] if row["site"] is not None else "__HIVE_DEFAULT_PARTITION__"
+        group = [r for r in rows_by_folder[str(row["run_date"]), str(row["shard"]), site]
+                 if r["system"] == row["system"]]
+        assert_matches_sacrebleu(row, sacrebleu_score([r["candidate"] for r in group],
+                                                      [[r["ref_a"], r["ref_b"]] for r in group],
+                                                      BleuConfig()))
+
+
+def test_the_sample_in_any_row_groups_gives_the_same_statistics(spark, tmp_path):
+    table = pq.read_table(SAMPLE)
+    first = None
+    for size in (len(table), 2_500, 700):
+        path = tmp_path / f"sample_{size}.parquet"
+        pq.write_table(table, path, row_group_size=size)
+        result = run(spark, path, tmp_path / f"out_{size}")
+        assert result.run["layout"]["scan"] == "arrow"
+        assert result.run["layout"]["input_row_groups"] == -(-len(table) // size)
+        assert result.run["layout"]["scoring_tasks"] == min(2, result.run["layout"]["input_row_groups"])
+        first = first or sorted_stats(result)
+        assert sorted_stats(result).equals(first)
+    assert len(first) == 112
+    spark.conf.set(SPLIT_BYTES, str(os.path.getsize(path) // 5 + 1))  # a split size of the user's
+    try:
+        result = run(spark, path, tmp_path / "out_split")
+    finally:
+        spark.conf.unset(SPLIT_BYTES)
+    assert result.run["layout"]["scoring_tasks"] == 5 and sorted_stats(result).equals(first)
+
+
+def test_replicate_sums_read_by_the_workers_equal_sparks(spark, tmp_path):
+    path = tmp_path / "logs.parquet"
+    rng = random.Random(8)
+    n = 300
+    pq.write_table(pa.table({"system": ["A", "B", "C"] * (n // 3), "langpair": ["de-en"] * n,
+                             "candidate": random_sentences(rng, n),
+                             "references": [[r] for r in random_sentences(rng, n // 3) for _ in range(3)]}),
+                   path, row_group_size=50)
+    both_scans(spark, path, tmp_path, resampling=Resampling(confidence=True, n_bootstrap=40),
+               colocate_references="never")
+
+
+def test_rows_that_cannot_be_scored_are_counted_and_written_alike(spark, tmp_path):
+    path = tmp_path / "bad.parquet"
+    rows = [{"system": "A", "langpair": "de-en", "candidate": c, "references": r}
+            for c, r in [("the cat", ["a cat"]), (None, ["a cat"]), ("a dog", None), ("a dog", [None]),
+                         ("x", ["x"]), ("the mat", ["", None])]]
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    ours = both_scans(spark, path, tmp_path, on_invalid="quarantine")
+    assert ours.run["rows"]["rejected_by_reason"] == {"no_reference": 2, "null_candidate": 1}
+    rejected = pq.read_table(tmp_path / "arrow" / "rejected").to_pylist()
+    assert sorted(r["reason"] for r in rejected) == ["no_reference", "no_reference", "null_candidate"]
+
+
+def test_inputs_the_workers_do_not_read_say_why(spark, tmp_path):
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"system": ["A"], "langpair": ["de-en"], "candidate": ["a"],
+                             "references": [["a"]], "score_day": pa.array([1.5])}), path)
+    floats = run(spark, path, tmp_path / "floats", group_by=("score_day",))
+    assert floats.run["layout"]["scan"] == "spark"
+    assert "score_day" in floats.run["layout"]["spark_scan_reason"]
+    keyed = run(spark, path, tmp_path / "keyed", segment_key=("system",))
+    assert keyed.run["layout"]["scan"] == "spark" and "across rows" in keyed.run["layout"]["spark_scan_reason"]
