@@ -1210,6 +1210,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="checkout whose jobs/score_bleu.py and bleu_spark/ paths b and c run "
                          "(put first on PYTHONPATH; default: this checkout). Lets a fixed "
                          "snapshot (git archive COMMIT | tar -x -C DIR) be timed")
+    ap.add_argument("--job-arg", action="append", default=[], metavar="ARG",
+                    help="an argument for the job's paths (b, c, d), e.g. "
+                         "--job-arg=--colocate-references=never (repeatable)")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="extra Spark --conf for paths b and c (repeatable; default none)")
     ap.add_argument("--profile", metavar="DIR", default=None,
@@ -1320,6 +1323,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     "--group-by", ",".join(GROUP_KEYS)]
             if args.tokenize != "auto":
                 cmd += ["--tokenize", args.tokenize]
+            cmd += args.job_arg
             if p == "d":
                 cmd += ["--confidence", "--n-bootstrap", str(args.n_bootstrap)]
             if p == "b" and args.profile:
