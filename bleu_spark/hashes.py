@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .compiled import compiled
+from .compiled import compiled, utf8_parts
 
 SPARK_SEED = 42  # the seed of Spark's xxhash64 expression
 
@@ -105,10 +105,7 @@ def _valid(array: pa.Array) -> np.ndarray:
 def reference_hashes(references: pa.Array) -> np.ndarray:
     """Spark's `xxhash64(references)` of every row of a list<string> array, as int64."""
     strings = references.values
-    width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
-    string_offsets = np.frombuffer(strings.buffers()[1], width)[strings.offset:strings.offset + len(strings) + 1]
-    data = np.frombuffer(strings.buffers()[2] or b"\0", np.uint8)
+    string_offsets, data = utf8_parts(strings)
     hashes = _list_hashes(references.offsets.to_numpy().astype(np.int64), _valid(references),
-                          string_offsets.astype(np.int64), _valid(strings), data,
-                          np.uint64(SPARK_SEED))
+                          string_offsets, _valid(strings), data, np.uint64(SPARK_SEED))
     return hashes.view(np.int64)

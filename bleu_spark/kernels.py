@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .compiled import utf8_parts
+
 # What str.split(), str.strip() and str.rstrip() treat as whitespace.
 PYTHON_WHITESPACE = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
 
@@ -109,10 +111,8 @@ def pad_zh_chars(lines: pa.Array) -> pa.Array:
     """Each character of sacrebleu's zh ranges with a space on either side, in every line: on
     the UTF-8 bytes of the whole array at once (a regular expression replacing one character
     at a time costs several times more). `lines`: string or large_string, without nulls."""
-    width = np.int64 if pa.types.is_large_string(lines.type) else np.int32
-    offsets = np.frombuffer(lines.buffers()[1], width)[lines.offset:lines.offset + len(lines) + 1]
-    data = np.frombuffer(lines.buffers()[2] or b"", np.uint8)[offsets[0]:offsets[-1]]
-    offsets = offsets.astype(np.int64) - offsets[0]
+    offsets, data = utf8_parts(lines)
+    data, offsets = data[offsets[0]:offsets[-1]], offsets - offsets[0]
     lead = np.flatnonzero((data >= 0xE0) & (data <= 0xEF))
     code = ((data[lead] & 0x0F).astype(np.int32) << 12 | (data[lead + 1] & 0x3F).astype(np.int32) << 6
             | (data[lead + 2] & 0x3F))
