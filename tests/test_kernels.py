@@ -13,11 +13,23 @@ from hypothesis import strategies as st
 from sacrebleu.tokenizers.tokenizer_zh import _UCODE_RANGES, TokenizerZh
 
 from bleu_spark.kernels import PYTHON_WHITESPACE, ZH_CODE_POINTS, intl_classes, pad_zh_chars
+from bleu_spark.tokenizers import split_tokens
 from conftest import SAMPLE
 from matching import assert_tokens_are_sacrebleus
 
 # Every code point a str can hold in a valid UTF-8 Arrow array (no surrogates).
 ALL_CHARS = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+
+
+def test_the_split_is_str_split_around_every_code_point():
+    lines = [f"a{c}b{c}{c}" for c in ALL_CHARS] + ["", " ", "\u3000a\u3000\u3000b\u0085", "\x1c\x1f", "\u200bx\ufeff"]
+    tokens = split_tokens(pa.array(lines))
+    words = tokens.vocabulary.take(pa.array(tokens.ids)).to_pylist()
+    ours = [[] for _ in lines]
+    for line, word in zip(tokens.line.tolist(), words):
+        ours[line].append(word)
+    wrong = [line for line, mine in zip(lines, ours) if mine != line.split()]
+    assert not wrong, [hex(ord(w[1])) for w in wrong[:20]]
 
 
 def test_zh_pads_exactly_the_characters_sacrebleu_pads():

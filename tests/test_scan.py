@@ -10,11 +10,12 @@ import pytest
 from pyspark.sql import functions as F
 
 from bleu_spark import BleuConfig
-from bleu_spark.bootstrap import Resampling
+from bleu_spark.bootstrap import POISSON, Resampling, bootstrap_signature, with_bootstrap_fields
 from bleu_spark.hashes import reference_hashes
 from bleu_spark.oracle import sacrebleu_score
 from bleu_spark.spark.inputs import SPLIT_BYTES
-from bleu_spark.spark.job import JobOptions, run_job
+from bleu_spark.spark.job import JobOptions, plan_for, run_job
+from bleu_spark.spark.scan import ArrowScan, arrow_scan
 from conftest import SAMPLE, random_sentences
 from matching import assert_matches_sacrebleu
 
@@ -67,7 +68,7 @@ def both_scans(spark, path, tmp_path, **options):
     return ours
 
 
-def test_partition_folders_and_wide_references_read_as_spark_reads_them(spark, tmp_path):
+def test_partition_folders_wide_references_replicates_and_rejected_rows_as_spark_reads_them(spark, tmp_path):
     rng = random.Random(4)
     folders = [("2026-01-07", "3", "web site"), ("2026-01-08", "12", "100%"),
                ("2026-01-08", "3", "__HIVE_DEFAULT_PARTITION__")]
@@ -76,29 +77,36 @@ def test_partition_folders_and_wide_references_read_as_spark_reads_them(spark, t
         folder = tmp_path / "in" / f"run_date={run_date}" / f"shard={shard}" / f"site={site.replace('%', '%25')}"
         folder.mkdir(parents=True)
         n = rng.randint(20, 40)
-        refs = random_sentences(rng, n)
-        table = pa.table({"system": [rng.choice("AB") for _ in range(n)],
-                          "candidate": random_sentences(rng, n), "ref_a": refs,
-                          "ref_b": [None if rng.random() < 0.3 else r for r in random_sentences(rng, n)]})
-        pq.write_table(table, folder / "part-0.parquet", row_group_size=7)
-        rows_by_folder[run_date, shard, site] = table.to_pylist()
+        rows = [{"system": rng.choice("AB"), "candidate": c, "ref_a": a,
+                 "ref_b": None if rng.random() < 0.3 else b}
+                for c, a, b in zip(random_sentences(rng, n), random_sentences(rng, n), random_sentences(rng, n))]
+        rows += [{"system": "A", "candidate": None, "ref_a": "a cat", "ref_b": None},   # null_candidate
+                 {"system": "B", "candidate": "a dog", "ref_a": None, "ref_b": None}]   # no_reference
+        pq.write_table(pa.Table.from_pylist(rows), folder / "part-0.parquet", row_group_size=7)
+        rows_by_folder[run_date, shard, site] = rows[:-2]
     ours = both_scans(spark, tmp_path / "in", tmp_path, group_by=("run_date", "shard", "site", "system"),
-                      references_cols=("ref_a", "ref_b"))
+                      references_cols=("ref_a", "ref_b"), on_invalid="quarantine",
+                      resampling=Resampling(confidence=True, n_bootstrap=20))
     types = {f.name: str(f.type) for f in ours.stats.schema if f.name in ("run_date", "shard", "site")}
     assert types == {"run_date": "date32[day]", "shard": "int32", "site": "string"}
+    assert ours.run["rows"]["rejected_by_reason"] == {"no_reference": 3, "null_candidate": 3}
+    rejected = pq.read_table(tmp_path / "arrow" / "rejected").to_pylist()
+    assert sorted(r["reason"] for r in rejected) == ["no_reference"] * 3 + ["null_candidate"] * 3
     for row in ours.scores:
         site = row["site"] if row["site"] is not None else "__HIVE_DEFAULT_PARTITION__"
         group = [r for r in rows_by_folder[str(row["run_date"]), str(row["shard"]), site]
                  if r["system"] == row["system"]]
-        assert_matches_sacrebleu(row, sacrebleu_score([r["candidate"] for r in group],
-                                                      [[r["ref_a"], r["ref_b"]] for r in group],
-                                                      BleuConfig()))
+        theirs = sacrebleu_score([r["candidate"] for r in group], [[r["ref_a"], r["ref_b"]] for r in group],
+                                 BleuConfig())
+        fields = bootstrap_signature(POISSON, 20, 12345)
+        assert_matches_sacrebleu(row, dict(theirs, signature=with_bootstrap_fields(theirs["signature"], fields)))
+        assert row["ci_low"] is not None and row["ci_low"] <= row["ci_high"]
 
 
 def test_the_sample_in_any_row_groups_gives_the_same_statistics(spark, tmp_path):
     table = pq.read_table(SAMPLE)
     first = None
-    for size in (len(table), 2_500, 700):
+    for size in (len(table), 700):
         path = tmp_path / f"sample_{size}.parquet"
         pq.write_table(table, path, row_group_size=size)
         result = run(spark, path, tmp_path / f"out_{size}")
@@ -116,36 +124,18 @@ def test_the_sample_in_any_row_groups_gives_the_same_statistics(spark, tmp_path)
     assert result.run["layout"]["scoring_tasks"] == 5 and sorted_stats(result).equals(first)
 
 
-def test_replicate_sums_read_by_the_workers_equal_sparks(spark, tmp_path):
-    path = tmp_path / "logs.parquet"
-    rng = random.Random(8)
-    n = 300
-    pq.write_table(pa.table({"system": ["A", "B", "C"] * (n // 3), "langpair": ["de-en"] * n,
-                             "candidate": random_sentences(rng, n),
-                             "references": [[r] for r in random_sentences(rng, n // 3) for _ in range(3)]}),
-                   path, row_group_size=50)
-    both_scans(spark, path, tmp_path, resampling=Resampling(confidence=True, n_bootstrap=40),
-               colocate_references="never")
-
-
-def test_rows_that_cannot_be_scored_are_counted_and_written_alike(spark, tmp_path):
-    path = tmp_path / "bad.parquet"
-    rows = [{"system": "A", "langpair": "de-en", "candidate": c, "references": r}
-            for c, r in [("the cat", ["a cat"]), (None, ["a cat"]), ("a dog", None), ("a dog", [None]),
-                         ("x", ["x"]), ("the mat", ["", None])]]
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    ours = both_scans(spark, path, tmp_path, on_invalid="quarantine")
-    assert ours.run["rows"]["rejected_by_reason"] == {"no_reference": 2, "null_candidate": 1}
-    rejected = pq.read_table(tmp_path / "arrow" / "rejected").to_pylist()
-    assert sorted(r["reason"] for r in rejected) == ["no_reference", "no_reference", "null_candidate"]
-
-
 def test_inputs_the_workers_do_not_read_say_why(spark, tmp_path):
-    path = tmp_path / "t.parquet"
+    path = str(tmp_path / "t.parquet")
     pq.write_table(pa.table({"system": ["A"], "langpair": ["de-en"], "candidate": ["a"],
                              "references": [["a"]], "score_day": pa.array([1.5])}), path)
-    floats = run(spark, path, tmp_path / "floats", group_by=("score_day",))
-    assert floats.run["layout"]["scan"] == "spark"
-    assert "score_day" in floats.run["layout"]["spark_scan_reason"]
-    keyed = run(spark, path, tmp_path / "keyed", segment_key=("system",))
-    assert keyed.run["layout"]["scan"] == "spark" and "across rows" in keyed.run["layout"]["spark_scan_reason"]
+    frame = spark.read.parquet(path)
+
+    def scan(**options):
+        options = JobOptions(input=path, **options)
+        return arrow_scan(spark, frame, options, plan_for(frame.schema, options))
+
+    assert isinstance(scan(), ArrowScan) and scan().rows == 1
+    assert "score_day" in scan(group_by=("score_day",))
+    assert "across rows" in scan(segment_key=("system",))
+    assert "brought together" in scan(colocate_references="always")
+    assert scan(scan="spark") == "--scan spark"
