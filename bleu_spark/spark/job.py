@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
+import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -455,6 +456,7 @@ def versions(spark: SparkSession) -> dict:
     jvm = spark.sparkContext._jvm  # the documented gateway to the driver JVM
     return {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
             "pyspark": pyspark.__version__, "pyarrow": pa.__version__, "numpy": np.__version__,
+            "numba": numba.__version__,
             "python": platform.python_version(),
             "java": jvm.java.lang.System.getProperty("java.version")}
 
