@@ -337,6 +337,7 @@ def run_score(args: argparse.Namespace) -> int:
     install_signal_handlers()
     try:
         result = run_job(spark, options)
+        _written.append(options.output)
     finally:
         _stop_spark(spark)
     rows = result.run["rows"]
@@ -396,6 +397,7 @@ def _signatures(scores: List[dict]) -> str:
 
 
 _received: List[int] = []  # the stop signals received, first first
+_written: List[str] = []   # the output folder, once the run has written it whole
 
 
 def _on_stop_signal(signum, frame):
@@ -442,6 +444,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise
         signum = _received[0]
     stopped = Interrupted(signum)
-    print(f"{PROG}: error: interrupted by {stopped.name} (exit code {stopped.exit_code}); "
-          f"the run's staging folder is removed", file=sys.stderr)
+    done = (f"{_written[0]} was written in full before it came" if _written
+            else "the run's staging folder is removed")
+    print(f"{PROG}: error: interrupted by {stopped.name} (exit code {stopped.exit_code}); {done}",
+          file=sys.stderr)
     return stopped.exit_code

@@ -342,11 +342,10 @@ def _start_and_signal(tmp_path, signum, to_group):
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     deadline = time.time() + 120
-    while not glob.glob(str(tmp_path / ".out.staging-*")) and time.time() < deadline:
+    while not _workers_in_a_task(process.pid) and time.time() < deadline:  # inside the Spark pass
         assert process.poll() is None, process.communicate()
-        time.sleep(0.1)
-    time.sleep(3)  # well inside the Spark pass
-    assert process.poll() is None
+        time.sleep(0.05)
+    assert glob.glob(str(tmp_path / ".out.staging-*")) and process.poll() is None
     if to_group:  # as Ctrl-C in a terminal: the whole foreground group, JVM and workers too
         os.killpg(process.pid, signum)
     else:         # as a scheduler stopping the task
@@ -366,6 +365,22 @@ def test_a_stop_signal_cleans_the_staging_folder_and_exits_with_its_code(tmp_pat
                     f"the run's staging folder is removed"]
     assert "Traceback" not in stderr and "\tat org.apache" not in stderr, stderr[-3000:]
     assert os.listdir(tmp_path) == []
+
+
+def test_a_stop_signal_after_the_output_is_written_says_so(monkeypatch, capsys):
+    from bleu_spark import cli
+
+    monkeypatch.setattr(cli, "_received", [])
+    monkeypatch.setattr(cli, "_written", [])
+
+    def scored_then_stopped(args):  # the output committed, then Ctrl-C while Spark stops
+        cli._written.append(args.output)
+        cli._on_stop_signal(signal.SIGINT, None)
+
+    monkeypatch.setattr(cli, "run_score", scored_then_stopped)
+    assert cli.main(["score", "--input", "in", "--output", "out/x"]) == 130
+    assert capsys.readouterr().err == ("bleu-spark: error: interrupted by SIGINT (exit code 130); "
+                                       "out/x was written in full before it came\n")
 
 
 def _output(tmp_path, partition_by=()):
@@ -576,6 +591,12 @@ def _descendants(pid):
     return found
 
 
+def _workers_in_a_task(pid):
+    """The Python workers forked by a daemon the job's JVM started: running a task."""
+    workers = [p for p in _descendants(pid) if "pyspark.daemon" in _cmdline(p) or "pyspark.worker" in _cmdline(p)]
+    return [p for p in workers if _parent(p) in workers]
+
+
 def _cmdline(pid):
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
@@ -595,10 +616,7 @@ def test_a_python_worker_killed_mid_stage_is_one_line_and_keeps_the_earlier_resu
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed, deadline = [], time.time() + 120
     while not killed and time.time() < deadline and process.poll() is None:
-        # the workers the job's own JVM started (descendants of the process started here)
-        workers = [p for p in _descendants(process.pid) if "pyspark.daemon" in _cmdline(p)
-                   or "pyspark.worker" in _cmdline(p)]
-        for pid in [p for p in workers if _parent(p) in workers]:  # forked by the daemon: in a task
+        for pid in _workers_in_a_task(process.pid):
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
