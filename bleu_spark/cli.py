@@ -150,9 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--progress-seconds", type=float, metavar="S",
                     help="a progress line on stderr every S seconds (default 30; 0: none)")
     io.add_argument("--colocate-references", choices=["auto", "always", "never"],
-                    help="bring rows sharing references together first (a shuffle of the text) "
-                         "so each reference is tokenized once: auto (default) when rows share "
-                         "references enough to pay")
+                    help="always: bring rows sharing references together first (a shuffle of "
+                         "the text) so each reference is tokenized once; auto (default) and never "
+                         "score rows where they lie (the shuffle did not pay where measured)")
     io.add_argument("--scan", choices=["auto", "spark"],
                     help="who reads the input: auto (default) lets the Python workers read local "
                          "Parquet files themselves when rows are scored where they lie; spark: "

@@ -8,8 +8,6 @@ nothing. Spark hashes an array by chaining: the seed (42) hashes the first non-n
 that hash is the seed of the next one; null elements and null arrays leave it as it was. A
 string is hashed as its UTF-8 bytes with XXH64 (the reference algorithm, little-endian). The
 tests compare every value with Spark's own.
-
-The same hash counts distinct reference sets for the sharing estimate (`spark.scan`).
 """
 from __future__ import annotations
 

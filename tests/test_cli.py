@@ -30,6 +30,7 @@ def run_cli(*args, cwd=ROOT):
     (["--tokenize", "spBLEU-1K", "--spm-model", "/no/model.spm"], 6, "model file not found: /no/model.spm"),
     (["--weights", "0.5,0.5"], 2, "2 weights given for max n-gram order 4"),
     (["--on-invalid", "ignore"], 2, "invalid choice: 'ignore'"),
+    (["--scan", "arrow"], 2, "invalid choice: 'arrow'"),
     (["--frobnicate"], 2, "unrecognized arguments: --frobnicate"),
 ])
 def test_user_errors_give_one_line_and_a_distinct_exit_code(tmp_path, args, code, message):

@@ -22,6 +22,7 @@ from bleu_spark.errors import ConfigFileError
     ("weights: [0.5, x]", "weights is list [0.5, 'x'], expected string or list of numbers"),
     ("grouping_sets: [[system, 3]]", "expected string or list of (string or list of strings)"),
     ("smooth_value: {a: 1}", "smooth_value is mapping {'a': 1}, expected number"),
+    ("scan: 3", "scan is integer 3, expected string"),
 ])
 def test_job_file_values_of_the_wrong_type_are_exit_9_naming_key_and_type(tmp_path, capsys, line, expected):
     job = tmp_path / "job.yaml"
@@ -32,6 +33,13 @@ def test_job_file_values_of_the_wrong_type_are_exit_9_naming_key_and_type(tmp_pa
     assert err.count("\n") == 1 and err.startswith("bleu-spark: error: job file ")
     assert expected in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_scan_in_the_job_file_is_exit_2(tmp_path, capsys):
+    job = tmp_path / "job.yaml"
+    job.write_text(f"input: in.parquet\noutput: {tmp_path / 'out'}\nscan: arrow\n")
+    assert main(["score", "--config", str(job)]) == 2
+    assert capsys.readouterr().err == "bleu-spark: error: unknown --scan 'arrow'; choose one of: auto, spark\n"
 
 
 def test_job_file_booleans_and_nulls_are_taken_as_meant(tmp_path):

@@ -139,7 +139,6 @@ def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langp
     whole = _duplicates_flagged(df.select("*", *added), group_cols, segment_key)
     reference_keys = df.select(*segment_key).distinct() if segment_key else None
     frame, layout = _references_together(spark, frame, options.colocate_references, rows, scan)
-    layout["scan"] = "arrow" if scan else "spark"
     return ScoringInput(frame, segment_key, reference_keys, None, layout, whole, scan)
 
 
@@ -188,7 +187,7 @@ def _joined(spark, df, options, group_cols, keep) -> ScoringInput:
     frame = joined(list(dict.fromkeys([*keep, *keys])))
     unmatched = segments.join(df.select(*keys).distinct(), on=keys, how="left_anti")
     # The join brings a segment's rows together already.
-    layout = {"colocate_references": "join", "colocated": True, "scan": "spark"}
+    layout = {"colocate_references": "join", "colocated": True}
     return ScoringInput(frame, tuple(keys), segments.select(*keys), unmatched, layout, joined(df.columns))
 
 

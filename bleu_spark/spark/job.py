@@ -309,11 +309,15 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                 Progress(spark, rows_read, options.progress_seconds) as progress:
             measurement = Measurement(spark, df, options, progress.rows, rows_read,
                                       scan if isinstance(scan, ArrowScan) else None)
-        if isinstance(scan, str):
-            measurement.input.layout["spark_scan_reason"] = scan
-        if not measurement.input.layout["colocated"]:  # scored by the scan's tasks
-            groups = measurement.input.layout["input_row_groups"] = io.row_groups(options.input)
-            measurement.warnings += inputs.few_row_groups(groups, rows_read,
+        layout = measurement.input.layout
+        if isinstance(scan, ArrowScan):
+            layout.update(scan="arrow", input_row_groups=scan.row_groups)
+        else:
+            layout.update(scan="spark", spark_scan_reason=scan)
+            if not layout["colocated"]:
+                layout["input_row_groups"] = io.row_groups(options.input)
+        if not layout["colocated"]:  # scored by the scan's tasks: one reads a row group
+            measurement.warnings += inputs.few_row_groups(layout["input_row_groups"], rows_read,
                                                           spark.sparkContext.defaultParallelism)
         scores = views.score_sets(measurement.stats, measurement.sets, options.config,
                                   resampling, measurement.segments)

@@ -32,7 +32,7 @@ from ..errors import InputNotFoundError
 from ..hashes import reference_hashes
 from . import io
 from .inputs import scoring_tasks, user_split_bytes
-from .stats import merged_sums, output_schema, partial_sums
+from .stats import merged_sums, output_schema, partial_sums as partition_function
 
 # What pyarrow reads exactly as Spark does: data columns, and values of partition folders.
 _READ_ALIKE = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType, T.BooleanType,
@@ -53,6 +53,7 @@ class Piece:
 class ArrowScan:
     tasks: Tuple[Tuple[Piece, ...], ...]   # the pieces each task reads
     rows: int                              # every row of the input, from the footers
+    row_groups: int                        # the input's Parquet row groups
     spark_schema: T.StructType             # the batches' columns
     file_columns: Tuple[str, ...]          # the columns read from the files
     references_cols: Tuple[str, ...]       # one list column, or string columns of one reference each
@@ -69,7 +70,7 @@ class ArrowScan:
         """The partition function's sums over every task, merged: one row per key. A file that
         cannot be read is exit 3, one line (found in a task, carried to the driver as its
         result: retrying cannot help, and a failed task would fill the log with its trace)."""
-        function = partial_sums(plan, *accumulators)
+        function = partition_function(plan, *accumulators)
         schema = to_arrow_schema(output_schema(plan, self.spark_schema), timezone="UTC")
 
         def task(indices: Iterator[int]) -> Iterator[Union[pa.Table, UnreadableFile]]:
@@ -196,7 +197,7 @@ def arrow_scan(spark: SparkSession, df: DataFrame, options, plan) -> Union[Arrow
     tasks = (-(-sum(map(os.path.getsize, files)) // split) if split
              else scoring_tasks(sum(sizes), spark.sparkContext.defaultParallelism))
     batch_rows = int(spark.conf.get(BATCH_ROWS, "10000"))
-    return ArrowScan(tasks=_balanced(pieces, sizes, tasks), rows=sum(sizes),
+    return ArrowScan(tasks=_balanced(pieces, sizes, tasks), rows=sum(sizes), row_groups=len(pieces),
                      spark_schema=T.StructType(fields),
                      file_columns=tuple(dict.fromkeys([f.name for f in read] + list(options.references_cols))),
                      references_cols=tuple(options.references_cols), references=plan.references_col,
