@@ -115,7 +115,7 @@ def _clipped_matches(ids, line_start, n_candidates, slots, max_order):  # pragma
             total += line_start[line + 1] - line_start[line]
             n_lines += 1
         if total > capacity:  # buffers grow to the longest segment, once
-            capacity = max(2 * capacity, total)
+            capacity = max(2 * capacity, total, 4)  # 4: the table of 16 slots at least
             token, source, left, gram = (np.empty(capacity, np.int64), np.empty(capacity, np.int64),
                                          np.empty(capacity, np.int64), np.empty(capacity, np.int64))
             keys, key_ids = np.empty(4 * capacity, np.int64), np.empty(4 * capacity, np.int64)

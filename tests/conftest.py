@@ -8,6 +8,11 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "samples", "wmt22_sample.parquet")
 
+# The compiled loops check every index in the tests (past an array's end is an IndexError,
+# not a read of other memory), cached apart from the unchecked code. Set before numba loads.
+os.environ.setdefault("NUMBA_BOUNDSCHECK", "1")
+os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(ROOT, ".pytest_cache", "numba"))
+
 WORDS = ("the a cat dog sat on mat is was big small storm rover Mars NASA fighting battling "
          "massive dust sandstorm of and to in it for with as at by U.S. 3.5 1,000 e-mail "
          "don't (yes) \"quoted\" &amp; &lt;tag&gt; -- ... ! ? ; : / 猫 犬 東京 北京 사람 한국어").split()
