@@ -20,40 +20,140 @@ import pyarrow.compute as pc
 import sacrebleu
 from sacrebleu.tokenizers.tokenizer_spm import SPM_MODELS, TokenizerSPM
 
+from .compiled import compiled, utf8_parts
 from .config import SPM_TOKENIZERS
 from .errors import ModelFileError
 from .kernels import PYTHON_WHITESPACE, tokenize_13a, tokenize_intl, tokenize_zh
 
-# Arrow's ascii_split_whitespace splits on the ASCII whitespace only, so the rest of what
-# str.split() splits on is first made spaces.
-_ASCII_WHITESPACE = " \t\n\v\f\r"
-_OTHER_WHITESPACE = "[" + "".join(
-    f"\\x{{{ord(c):x}}}" for c in PYTHON_WHITESPACE if c not in _ASCII_WHITESPACE) + "]"
+# What str.split() splits on, by code point: all of it is at most U+3000, so a character of
+# one to three UTF-8 bytes, and a multi-byte one starts with 0xC2 or 0xE1-0xE3.
+_SPACE = np.zeros(0x3001, np.bool_)
+_SPACE[[ord(c) for c in PYTHON_WHITESPACE]] = True
+assert {c.encode()[0] for c in PYTHON_WHITESPACE if c > "\x7f"} <= {0xC2, 0xE1, 0xE2, 0xE3}
 
 
 @dataclass
 class Tokens:
-    """The tokens of `n_lines` lines, flat: the i-th is `vocabulary[ids[i]]`, of line `line[i]`;
-    each line's tokens are contiguous and in order. Equal tokens have equal ids."""
+    """The tokens of `n_lines` lines, flat: the i-th is word `ids[i]`, of line `line[i]`; each
+    line's tokens are contiguous and in order. Equal tokens have equal ids, 0, 1, 2, ... in the
+    order they first occur."""
     ids: np.ndarray
     line: np.ndarray
     n_lines: int
-    vocabulary: pa.Array
+    lines: pa.Array             # what was split
+    first_spans: np.ndarray     # (start, end) in the lines' UTF-8 bytes of each word's first occurrence
 
     def lengths(self) -> np.ndarray:
         return np.bincount(self.line, minlength=self.n_lines)
 
+    @property
+    def vocabulary(self) -> pa.Array:
+        """The words, as strings: word i is `vocabulary[i]`."""
+        _, data = utf8_parts(self.lines)
+        starts, ends = self.first_spans[:, 0], self.first_spans[:, 1]
+        offsets = np.zeros(len(starts) + 1, np.int64)
+        np.cumsum(ends - starts, out=offsets[1:])
+        gather = np.repeat(starts - offsets[:-1], ends - starts) + np.arange(offsets[-1])
+        return pa.Array.from_buffers(pa.large_string(), len(starts), [
+            None, pa.py_buffer(offsets), pa.py_buffer(data[gather])])
+
 
 def split_tokens(lines: pa.Array) -> Tokens:
-    """`str.split()` of every line."""
-    lines = pc.replace_substring_regex(lines, _OTHER_WHITESPACE, " ")
-    lists = pc.ascii_split_whitespace(lines)
-    flat, line = pc.list_flatten(lists), pc.list_parent_indices(lists)
-    nonempty = pc.not_equal(pc.binary_length(flat), 0)  # what runs at either end leave
-    flat, line = flat.filter(nonempty), line.filter(nonempty)
-    encoded = flat.dictionary_encode()
-    return Tokens(encoded.indices.to_numpy().astype(np.int64), line.to_numpy().astype(np.int64),
-                  len(lines), encoded.dictionary)
+    """`str.split()` of every line, its words numbered: one compiled pass over the UTF-8 bytes
+    (Arrow's split knows only ASCII whitespace, and its dictionary encoding of the words cost
+    more than the split)."""
+    offsets, data = utf8_parts(lines)
+    ids, line, first_spans = _split_words(offsets, data, _SPACE)
+    return Tokens(ids, line, len(lines), lines, first_spans)
+
+
+@compiled
+def _space_width(data, i, end, space):  # pragma: no cover (compiled)
+    """The bytes of the whitespace character at `i` (line ends at `end`), 0 if it is none. The
+    callers test ASCII bytes themselves: a call per byte costs several times the test."""
+    b = data[i]
+    if b == 0xC2 and i + 1 < end:
+        return 2 if space[(b & 0x1F) << 6 | data[i + 1] & 0x3F] else 0
+    if 0xE1 <= b <= 0xE3 and i + 2 < end:
+        code = (b & 0x0F) << 12 | (data[i + 1] & 0x3F) << 6 | data[i + 2] & 0x3F
+        return 3 if code <= 0x3000 and space[code] else 0
+    return 0
+
+
+_FNV_OFFSET, _FNV_PRIME = np.uint64(14695981039346656037), np.uint64(1099511628211)
+
+
+@compiled
+def _split_words(offsets, data, space):  # pragma: no cover (compiled)
+    """Each token's word id and line, and each word's first (start, end). Each token's bytes are
+    hashed (FNV-1a) into an open addressing table of word ids, equal hashes confirmed byte for
+    byte; the table doubles as words come, so it stays as small as the vocabulary (a table
+    sized for every token would not stay in the cache)."""
+    n_lines = len(offsets) - 1
+    # A token is a byte at least, and the tokens of a line are a byte apart.
+    most = (offsets[-1] - offsets[0] + n_lines) // 2
+    ids, line = np.empty(most, np.int64), np.empty(most, np.int64)
+    hashes, spans = np.empty(most, np.uint64), np.empty((most, 2), np.int64)
+    size = 1024
+    table = np.full(size, -1, np.int64)
+    t = n_words = 0
+    for l in range(n_lines):
+        i, end = offsets[l], offsets[l + 1]
+        while i < end:
+            b = data[i]
+            if (space[b] if b < 0x80 else _space_width(data, i, end, space)):
+                i += 1 if b < 0x80 else _space_width(data, i, end, space)
+                continue
+            start, h = i, _FNV_OFFSET
+            while i < end:
+                b = data[i]
+                if space[b] if b < 0x80 else _space_width(data, i, end, space):
+                    break
+                h = (h ^ np.uint64(b)) * _FNV_PRIME
+                i += 1
+            slot = _slot(h, size)
+            while True:
+                word = table[slot]
+                if word < 0:
+                    word = table[slot] = n_words
+                    hashes[word], spans[word, 0], spans[word, 1] = h, start, i
+                    n_words += 1
+                    if 2 * n_words > size:
+                        size *= 2
+                        table = _rehashed(hashes[:n_words], size)
+                    break
+                if hashes[word] == h and _same_bytes(data, start, i, spans[word, 0], spans[word, 1]):
+                    break
+                slot = (slot + 1) & (size - 1)
+            ids[t], line[t] = word, l
+            t += 1
+    return ids[:t], line[:t], spans[:n_words]
+
+
+@compiled
+def _slot(h, size):  # pragma: no cover (compiled)
+    return np.int64((h ^ (h >> np.uint64(29))) & np.uint64(size - 1))
+
+
+@compiled
+def _rehashed(hashes, size):  # pragma: no cover (compiled)
+    table = np.full(size, -1, np.int64)
+    for word in range(len(hashes)):
+        slot = _slot(hashes[word], size)
+        while table[slot] >= 0:
+            slot = (slot + 1) & (size - 1)
+        table[slot] = word
+    return table
+
+
+@compiled
+def _same_bytes(data, start, end, other_start, other_end):  # pragma: no cover (compiled)
+    if end - start != other_end - other_start:
+        return False
+    for k in range(end - start):
+        if data[start + k] != data[other_start + k]:
+            return False
+    return True
 
 
 # The tokenizers that run as Arrow kernels over a whole array; the others run per line.
