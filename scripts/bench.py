@@ -1052,6 +1052,13 @@ def load_checkout(root: Path, alias: str):
     import importlib
     import importlib.util
 
+    # numba caches compiled code next to the source, and the cache names the module that
+    # compiled it: code cached under an alias would be loaded, and fail, where the package runs
+    # as `bleu_spark` (the job's workers). The alias caches in a folder of its own.
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"{alias}-numba-")
+    import numba
+
+    numba.config.reload_config()
     init = root / "bleu_spark" / "__init__.py"
     spec = importlib.util.spec_from_file_location(alias, init,
                                                   submodule_search_locations=[str(init.parent)])
