@@ -1054,18 +1054,29 @@ def load_checkout(root: Path, alias: str):
 
     # numba caches compiled code next to the source, and the cache names the module that
     # compiled it: code cached under an alias would be loaded, and fail, where the package runs
-    # as `bleu_spark` (the job's workers). The alias caches in a folder of its own.
-    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"{alias}-numba-")
+    # as `bleu_spark` (the job's workers). The alias caches in a folder of its own, chosen as
+    # its functions are defined; the setting is restored for whatever runs next.
     import numba
 
+    previous = os.environ.get("NUMBA_CACHE_DIR")
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"{alias}-numba-")
     numba.config.reload_config()
-    init = root / "bleu_spark" / "__init__.py"
-    spec = importlib.util.spec_from_file_location(alias, init,
-                                                  submodule_search_locations=[str(init.parent)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[alias] = module
-    spec.loader.exec_module(module)
-    return importlib.import_module(alias + ".stats"), importlib.import_module(alias + ".tokenizers")
+    try:
+        init = root / "bleu_spark" / "__init__.py"
+        spec = importlib.util.spec_from_file_location(alias, init,
+                                                      submodule_search_locations=[str(init.parent)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[alias] = module
+        spec.loader.exec_module(module)
+        stats, tokenizers = (importlib.import_module(alias + ".stats"),
+                             importlib.import_module(alias + ".tokenizers"))
+    finally:
+        if previous is None:
+            os.environ.pop("NUMBA_CACHE_DIR")
+        else:
+            os.environ["NUMBA_CACHE_DIR"] = previous
+        numba.config.reload_config()
+    return stats, tokenizers
 
 
 class _TimedTokenizer:
