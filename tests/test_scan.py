@@ -14,6 +14,8 @@ from bleu_spark.bootstrap import POISSON, Resampling, bootstrap_signature, with_
 from bleu_spark.hashes import reference_hashes
 from bleu_spark.oracle import sacrebleu_score
 from bleu_spark.spark.inputs import SPLIT_BYTES
+from bleu_spark.spark import io
+from bleu_spark.spark.io import InputTable, footer_schema
 from bleu_spark.spark.job import JobOptions, plan_for, run_job
 from bleu_spark.spark.scan import ArrowScan, arrow_scan
 from conftest import SAMPLE, random_sentences
@@ -103,6 +105,48 @@ def test_partition_folders_wide_references_replicates_and_rejected_rows_as_spark
         assert row["ci_low"] is not None and row["ci_low"] <= row["ci_high"]
 
 
+def test_a_plain_input_is_typed_by_its_footers_and_read_by_spark_only_for_rejected_rows(
+        spark, tmp_path, monkeypatch):
+    """Without partition folders, the schema is the footers' (the types Spark gives them) and
+    Spark reads the input only to write the rows it rejected."""
+    rng = random.Random(5)
+    n = 60
+    schema = pa.schema([pa.field("system", pa.string(), nullable=False), ("candidate", pa.string()),
+                        ("references", pa.list_(pa.string())), ("shard", pa.int16()),
+                        ("day", pa.date32()), ("weight", pa.float64())])
+    rows = pa.table({"system": [rng.choice("AB") for _ in range(n)],
+                     "candidate": random_sentences(rng, n),
+                     "references": [[r] for r in random_sentences(rng, n)],
+                     "shard": [rng.randint(1, 3) for _ in range(n)],
+                     "day": pa.array([rng.randint(20000, 20002) for _ in range(n)], pa.int32()).cast(pa.date32()),
+                     "weight": [rng.random() for _ in range(n)]}, schema=schema)
+    for name, table in (("clean", rows), ("rejecting", rows.set_column(1, "candidate", pa.array(
+            [None if i % 7 == 0 else c for i, c in enumerate(rows["candidate"].to_pylist())])))):
+        (tmp_path / name).mkdir()
+        pq.write_table(table.slice(0, 25), tmp_path / name / "part-0.parquet")
+        pq.write_table(table.slice(25), tmp_path / name / "part-1.parquet")
+    clean, rejecting = str(tmp_path / "clean"), str(tmp_path / "rejecting")
+    assert InputTable(spark, clean).schema == spark.read.parquet(clean).schema
+    parted = tmp_path / "parted" / "shard=1"
+    parted.mkdir(parents=True)
+    pq.write_table(rows.drop_columns(["shard"]), parted / "part-0.parquet")
+    assert footer_schema(str(tmp_path / "parted")) is None  # Spark types the folders' values
+    reads = []
+    spark_reads = io.read_parquet
+    monkeypatch.setattr(io, "read_parquet", lambda *a, **k: reads.append(a[1]) or spark_reads(*a, **k))
+    group_by = ("system", "shard", "day")
+    result = run(spark, clean, tmp_path / "out_clean", group_by=group_by)
+    assert result.run["layout"]["scan"] == "arrow" and reads == []
+    assert result.run["input_bytes"] == io.input_bytes(spark.read.parquet(clean))
+    ours = run(spark, rejecting, tmp_path / "arrow", group_by=group_by, on_invalid="quarantine")
+    assert reads == [rejecting]
+    sparks = run(spark, rejecting, tmp_path / "spark", group_by=group_by, on_invalid="quarantine", scan="spark")
+    assert sorted_stats(ours).equals(sorted_stats(sparks))
+    written = [pq.read_table(tmp_path / d / "rejected").sort_by("weight") for d in ("arrow", "spark")]
+    assert written[0].equals(written[1]) and written[0].num_rows == 9
+    assert written[0].column_names == [*schema.names, "reason"]
+
+
 def test_the_sample_in_any_row_groups_gives_the_same_statistics(spark, tmp_path):
     table = pq.read_table(SAMPLE)
     first = None
@@ -128,11 +172,11 @@ def test_inputs_the_workers_do_not_read_say_why(spark, tmp_path):
     path = str(tmp_path / "t.parquet")
     pq.write_table(pa.table({"system": ["A"], "langpair": ["de-en"], "candidate": ["a"],
                              "references": [["a"]], "score_day": pa.array([1.5])}), path)
-    frame = spark.read.parquet(path)
+    table = InputTable(spark, path)
 
     def scan(**options):
         options = JobOptions(input=path, **options)
-        return arrow_scan(spark, frame, options, plan_for(frame.schema, options))
+        return arrow_scan(spark, table, options, plan_for(table.schema, options))
 
     assert isinstance(scan(), ArrowScan) and scan().rows == 1
     assert "score_day" in scan(group_by=("score_day",))

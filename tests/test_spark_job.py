@@ -12,6 +12,7 @@ from bleu_spark.errors import (ColumnTypeError, InputNotFoundError, InvalidRowsE
                                MissingColumnError, MixedTokenizerGroupError)
 from bleu_spark.oracle import sacrebleu_score
 from bleu_spark.spark.inputs import scoring_input
+from bleu_spark.spark.io import InputTable
 from bleu_spark.spark.job import JobOptions, partial_sums_frame, plan_for, run_job, score_dataframe
 from conftest import SAMPLE
 from matching import assert_matches_sacrebleu
@@ -76,7 +77,8 @@ def test_statistics_do_not_depend_on_partitioning(spark, sample, colocate):
     plan = plan_for(sample.schema, options)
 
     def sums(partitions):
-        scored = scoring_input(spark, sample.repartition(partitions), options, plan.group_cols,
+        table = InputTable(spark, SAMPLE, sample.repartition(partitions))
+        scored = scoring_input(spark, table, options, plan.group_cols,
                                plan.langpair_col, rows=17470)
         assert scored.layout["colocated"] == (colocate == "always")
         return partial_sums_frame(scored.frame, plan)

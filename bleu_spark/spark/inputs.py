@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from functools import cached_property
+from typing import Callable, Optional, Tuple
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -38,15 +39,28 @@ SPARK_SPLIT_BYTES = 128 * 2**20                     # its default
 
 @dataclass(frozen=True)
 class ScoringInput:
-    frame: DataFrame                        # group cols, candidate, REFERENCES, [langpair], ROW_REASON
+    # (frame, whole), made when first used: frame has the group cols, candidate, REFERENCES,
+    # [langpair], ROW_REASON; whole has every input column as read, plus REFERENCES and
+    # ROW_REASON, what rejected rows are written from (read again only when rows were
+    # rejected; the scoring pass moves only what it needs).
+    frames: Callable[[], Tuple[DataFrame, Optional[DataFrame]]]
     segment_key: Tuple[str, ...]            # identifies a segment; () when unknown
     reference_keys: Optional[DataFrame]     # one row per segment of the reference set
     unmatched_references: Optional[DataFrame]  # reference rows no candidate matched
     layout: dict = None                     # how rows were brought together, for run.json
-    # Every input column as read, plus REFERENCES and ROW_REASON: what rejected rows are written
-    # from (read again only when rows were rejected; the scoring pass moves only what it needs).
-    whole: Optional[DataFrame] = None
     scan: Optional[object] = None           # an ArrowScan when the Python workers read the rows
+
+    @cached_property
+    def _frames(self) -> Tuple[DataFrame, Optional[DataFrame]]:
+        return self.frames()
+
+    @property
+    def frame(self) -> DataFrame:
+        return self._frames[0]
+
+    @property
+    def whole(self) -> Optional[DataFrame]:
+        return self._frames[1]
 
 
 def scoring_tasks(rows: int, parallelism: int) -> int:
@@ -122,24 +136,32 @@ def _duplicates_flagged(frame: DataFrame, group_cols, segment_key) -> DataFrame:
                                                    F.when(duplicate, F.lit(DUPLICATE_SEGMENT))))
 
 
-def scoring_input(spark: SparkSession, df: DataFrame, options, group_cols, langpair_col,
+def scoring_input(spark: SparkSession, table: io.InputTable, options, group_cols, langpair_col,
                   rows: int, scan=None) -> ScoringInput:
     """What the partition function scores. `scan`: an ArrowScan of the input, for rows scored
-    where they lie."""
+    where they lie (Spark reads them only to write the rejected ones)."""
     keep = list(dict.fromkeys([*group_cols, options.candidate_col,
                                *([langpair_col] if langpair_col else [])]))
     if options.references:
-        return _joined(spark, df, options, group_cols, keep)
-    names = options.references_cols
-    references = F.col(names[0]) if len(names) == 1 else F.array(*[F.col(n) for n in names])
+        return _joined(spark, table.frame, options, group_cols, keep)
     segment_key = tuple(options.segment_key)
-    added = [references.alias(REFERENCES), F.lit(None).cast("string").alias(ROW_REASON)]
-    frame = df.select(*keep, *[c for c in segment_key if c not in keep], *added)
-    frame = _duplicates_flagged(frame, group_cols, segment_key)
-    whole = _duplicates_flagged(df.select("*", *added), group_cols, segment_key)
-    reference_keys = df.select(*segment_key).distinct() if segment_key else None
-    frame, layout = _references_together(spark, frame, options.colocate_references, rows, scan)
-    return ScoringInput(frame, segment_key, reference_keys, None, layout, whole, scan)
+
+    def frames():
+        df, names = table.frame, options.references_cols
+        references = F.col(names[0]) if len(names) == 1 else F.array(*[F.col(n) for n in names])
+        added = [references.alias(REFERENCES), F.lit(None).cast("string").alias(ROW_REASON)]
+        frame = df.select(*keep, *[c for c in segment_key if c not in keep], *added)
+        return (_duplicates_flagged(frame, group_cols, segment_key),
+                _duplicates_flagged(df.select("*", *added), group_cols, segment_key))
+
+    if scan is not None:
+        layout = {"colocate_references": options.colocate_references, "colocated": False,
+                  "scoring_tasks": len(scan.tasks)}
+        return ScoringInput(frames, segment_key, None, None, layout, scan)
+    frame, whole = frames()
+    reference_keys = table.frame.select(*segment_key).distinct() if segment_key else None
+    frame, layout = _references_together(spark, frame, options.colocate_references, rows)
+    return ScoringInput(lambda: (frame, whole), segment_key, reference_keys, None, layout)
 
 
 def few_row_groups(groups: Optional[int], rows: int, parallelism: int) -> list:
@@ -153,7 +175,7 @@ def few_row_groups(groups: Optional[int], rows: int, parallelism: int) -> list:
             f"most {-(-rows // wanted):,} rows (pyarrow: row_group_size) to use every core"]
 
 
-def _references_together(spark, frame: DataFrame, mode: str, rows: int, scan):
+def _references_together(spark, frame: DataFrame, mode: str, rows: int):
     """Under `always`, rows that share references are brought together in one partition first,
     so each reference set is tokenized once for every system that translated the segment. That
     is a shuffle of all the text, and it does not pay: measured on real and generated corpora of
@@ -163,7 +185,7 @@ def _references_together(spark, frame: DataFrame, mode: str, rows: int, scan):
     once."""
     layout = {"colocate_references": mode, "colocated": mode == "always"}
     if not layout["colocated"]:
-        layout["scoring_tasks"] = len(scan.tasks) if scan is not None else frame.rdd.getNumPartitions()
+        layout["scoring_tasks"] = frame.rdd.getNumPartitions()
         return frame, layout
     layout["scoring_tasks"] = scoring_tasks(rows, spark.sparkContext.defaultParallelism)
     key = F.xxhash64(REFERENCES)
@@ -188,7 +210,8 @@ def _joined(spark, df, options, group_cols, keep) -> ScoringInput:
     unmatched = segments.join(df.select(*keys).distinct(), on=keys, how="left_anti")
     # The join brings a segment's rows together already.
     layout = {"colocate_references": "join", "colocated": True}
-    return ScoringInput(frame, tuple(keys), segments.select(*keys), unmatched, layout, joined(df.columns))
+    whole = joined(df.columns)
+    return ScoringInput(lambda: (frame, whole), tuple(keys), segments.select(*keys), unmatched, layout)
 
 
 def check_reference_options(options) -> None:

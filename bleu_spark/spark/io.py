@@ -5,6 +5,7 @@ import fnmatch
 import glob
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional, Sequence
 
 import pyarrow as pa
@@ -212,6 +213,45 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
         if "ClassNotFoundException" in text and "FileSystem" in text or "No FileSystem for scheme" in text:
             raise InputNotFoundError(_no_filesystem(what, path, text)) from None
         raise
+
+
+def footer_schema(path: str) -> Optional[T.StructType]:
+    """The schema Spark reads a local input with, from its footers alone: when every file has
+    the same columns (`local_schema` refused types that disagree), all of types Spark reads, and
+    there are no partition folders (Spark types their values itself). None otherwise."""
+    import pyarrow.parquet as pq
+
+    schema = local_schema(path)
+    if schema is None or any(isinstance(f.dataType, UnreadableType) for f in schema.fields):
+        return None
+    names = set(schema.fieldNames())
+    if any(set(pq.read_schema(f).names) != names for f in local_files(path)):
+        return None
+    return T.StructType([T.StructField(f.name, f.dataType) for f in schema.fields])  # all nullable, as Spark's
+
+
+class InputTable:
+    """The input: its schema, and the DataFrame Spark reads it as, made when first used. Where a
+    local input's schema is known from its footers, a pass read by the Python workers never
+    starts Spark's SQL engine, whose first use costs the driver about 2 s (docs/benchmarks.md)."""
+
+    def __init__(self, spark: SparkSession, path: str, frame: Optional[DataFrame] = None):
+        self.spark, self.path = spark, path
+        if frame is not None:
+            self.frame = frame
+        self._schema = footer_schema(path) if frame is None else None
+
+    @cached_property
+    def frame(self) -> DataFrame:
+        return read_parquet(self.spark, self.path, schema=readable_schema(local_schema(self.path)))
+
+    @property
+    def schema(self) -> T.StructType:
+        return self._schema or self.frame.schema
+
+    @property
+    def read_by_spark(self) -> bool:
+        return "frame" in self.__dict__
 
 
 def _no_filesystem(what: str, path: str, text: str) -> str:

@@ -173,7 +173,7 @@ def score_dataframe(df: DataFrame, config: Optional[BleuConfig] = None,
     job = {k: v for k, v in options.items() if k in job_fields}
     options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
                          config=config or BleuConfig(**bleu), **job)
-    measurement = Measurement(df.sparkSession, df, options)
+    measurement = Measurement(df.sparkSession, io.InputTable(df.sparkSession, options.input, df), options)
     return views.score_sets(measurement.stats, measurement.sets, options.config,
                             options.resampling, measurement.segments)
 
@@ -186,15 +186,15 @@ def _rejection_summary(rejected: Counter) -> str:
 class Measurement:
     """One pass over a candidates DataFrame: its statistics table, and what it found."""
 
-    def __init__(self, spark: SparkSession, df: DataFrame, options: JobOptions, rows_done=None,
-                 rows: Optional[int] = None, scan: Optional[ArrowScan] = None):
+    def __init__(self, spark: SparkSession, table: io.InputTable, options: JobOptions,
+                 rows_done=None, rows: Optional[int] = None, scan: Optional[ArrowScan] = None):
         self.options = options
         self.references_tokenized = spark.sparkContext.accumulator(0)
-        self.plan = plan_for(df.schema, options)
-        self.sets = grouping_sets(options, df.columns)
-        self.input = inputs.scoring_input(spark, df, options, self.plan.group_cols,
+        self.plan = plan_for(table.schema, options)
+        self.sets = grouping_sets(options, table.schema.fieldNames())
+        self.input = inputs.scoring_input(spark, table, options, self.plan.group_cols,
                                           self.plan.langpair_col,
-                                          df.count() if rows is None else rows, scan)
+                                          table.frame.count() if rows is None else rows, scan)
         accumulators = (rows_done, self.references_tokenized)
         if self.input.scan is not None:
             partials = self.input.scan.partial_sums(spark, self.plan, *accumulators)
@@ -290,24 +290,25 @@ def preflight(options: JobOptions) -> None:
 def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     started = time.time()
     run_id = out.new_run_id()
-    df = io.read_parquet(spark, options.input, schema=io.readable_schema(io.local_schema(options.input)))
+    table = io.InputTable(spark, options.input)
+    schema = table.schema  # a remote path that is not there fails here, before any output
     output = out.open_output(options.output, options.partition_by, run_id) if options.output else None
     if options.config.spm_model:
         spark.sparkContext.addFile(options.config.spm_model)
     try:
         job_group = f"bleu-spark-{run_id}"
         spark.sparkContext.setJobGroup(job_group, "bleu-spark score")
-        scan = arrow_scan(spark, df, options, plan_for(df.schema, options))
+        scan = arrow_scan(spark, table, options, plan_for(schema, options))
         # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
-        rows_read = scan.rows if isinstance(scan, ArrowScan) else df.count()
+        rows_read = scan.rows if isinstance(scan, ArrowScan) else table.frame.count()
         resampling = options.resampling
         if resampling.active and resampling.method == bootstrap.SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
             raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
                              f"{rows_read} rows is more than {MAX_SACREBLEU_ROWS}; use poisson")
-        input_bytes = io.input_bytes(df)
+        input_bytes = scan.bytes if isinstance(scan, ArrowScan) else io.input_bytes(table.frame)
         with inputs.splits_sized(spark, rows_read, input_bytes), \
                 Progress(spark, rows_read, options.progress_seconds) as progress:
-            measurement = Measurement(spark, df, options, progress.rows, rows_read,
+            measurement = Measurement(spark, table, options, progress.rows, rows_read,
                                       scan if isinstance(scan, ArrowScan) else None)
         layout = measurement.input.layout
         if isinstance(scan, ArrowScan):

@@ -6,8 +6,9 @@ batches: the JVM decoded every string into its row format and then into Arrow ag
 run paid for compiling that code and for planning SQL queries. Here each Spark task gets a list
 of Parquet row groups and reads them with pyarrow, straight to Arrow, in the Python worker; the
 tasks are plain RDD tasks (no SQL planning or code generation), and their partial sums are
-merged in a tree (on the executors, then on the driver). Spark still lists the input, types its
-partition folders, schedules and retries the tasks and carries the accumulators.
+merged in a tree (on the executors, then on the driver). Spark schedules and retries the
+tasks and carries the accumulators; it lists the input and types its partition folders when
+there are any (`io.InputTable`: without them, its SQL engine is never started).
 
 It applies to local inputs (paths every executor sees, as Spark's own reading of a local path
 needs) whose files Spark lists the same way, and to columns whose values pyarrow reads as
@@ -24,7 +25,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
@@ -53,6 +54,7 @@ class Piece:
 class ArrowScan:
     tasks: Tuple[Tuple[Piece, ...], ...]   # the pieces each task reads
     rows: int                              # every row of the input, from the footers
+    bytes: int                             # the input files' size
     row_groups: int                        # the input's Parquet row groups
     spark_schema: T.StructType             # the batches' columns
     file_columns: Tuple[str, ...]          # the columns read from the files
@@ -164,9 +166,9 @@ def _typed(value: Optional[str], spark_type: T.DataType):
     return None if value is None else pa.array([value]).cast(to_arrow_type(spark_type))[0].as_py()
 
 
-def arrow_scan(spark: SparkSession, df: DataFrame, options, plan) -> Union[ArrowScan, str]:
-    """An ArrowScan of the columns the partition function reads, over the files `df` reads;
-    else why Spark's scan reads them."""
+def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Union[ArrowScan, str]:
+    """An ArrowScan of the columns the partition function reads, over the input's files; else
+    why Spark's scan reads them."""
     if options.scan == "spark":
         return "--scan spark"
     if options.references or options.segment_key:
@@ -176,13 +178,14 @@ def arrow_scan(spark: SparkSession, df: DataFrame, options, plan) -> Union[Arrow
     if not io.is_local(options.input):
         return "a remote input (read through Spark's file systems)"
     files = io.local_files(options.input)
-    if sorted(map(os.path.abspath, files)) != sorted(_local_path(f) for f in df.inputFiles()):
+    if table.read_by_spark and \
+            sorted(map(os.path.abspath, files)) != sorted(_local_path(f) for f in table.frame.inputFiles()):
         return "Spark lists other files than the footers were read from"
     footers = {f: pq.read_metadata(f) for f in files}
     in_files = set.intersection(*(set(m.schema.to_arrow_schema().names) for m in footers.values()))
     added = {plan.references_col: T.ArrayType(T.StringType()), plan.reason_col: T.StringType(),
              plan.segment_hash_col: T.LongType()}
-    fields = [T.StructField(c, added[c]) if c in added else df.schema[c] for c in plan.read_columns]
+    fields = [T.StructField(c, added[c]) if c in added else table.schema[c] for c in plan.read_columns]
     read = [f for f in fields if f.name in in_files]
     folders = [f for f in fields if f.name not in added and f.name not in in_files]
     unlike = [f.name for f in read if not isinstance(f.dataType, _READ_ALIKE)] + \
@@ -194,10 +197,11 @@ def arrow_scan(spark: SparkSession, df: DataFrame, options, plan) -> Union[Arrow
     local = options.input[len("file://"):] if options.input.startswith("file://") else options.input
     pieces, sizes = _pieces(files, footers, folders, io.hive_base(local) or (local if os.path.isdir(local) else None))
     split = user_split_bytes(spark)  # the user's split size is kept, as for Spark's scan
-    tasks = (-(-sum(map(os.path.getsize, files)) // split) if split
+    size = sum(map(os.path.getsize, files))
+    tasks = (-(-size // split) if split
              else scoring_tasks(sum(sizes), spark.sparkContext.defaultParallelism))
     batch_rows = int(spark.conf.get(BATCH_ROWS, "10000"))
-    return ArrowScan(tasks=_balanced(pieces, sizes, tasks), rows=sum(sizes), row_groups=len(pieces),
+    return ArrowScan(tasks=_balanced(pieces, sizes, tasks), rows=sum(sizes), bytes=size, row_groups=len(pieces),
                      spark_schema=T.StructType(fields),
                      file_columns=tuple(dict.fromkeys([f.name for f in read] + list(options.references_cols))),
                      references_cols=tuple(options.references_cols), references=plan.references_col,
