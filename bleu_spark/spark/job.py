@@ -184,7 +184,7 @@ def _rejection_summary(rejected: Counter) -> str:
 
 
 class Measurement:
-    """One pass over a candidates DataFrame: its statistics table, and what it found."""
+    """One pass over the candidates: their statistics table, and what it found."""
 
     def __init__(self, spark: SparkSession, table: io.InputTable, options: JobOptions,
                  rows_done=None, rows: Optional[int] = None, scan: Optional[ArrowScan] = None):
