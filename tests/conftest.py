@@ -39,14 +39,18 @@ def spm_model(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local[2] session for every Spark test, with few shuffle partitions."""
+    """One local[2] session for every Spark test, with few shuffle partitions and the JIT
+    tier the console script starts its JVM with."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # tests bind to loopback only
     from pyspark.sql import SparkSession
 
+    from bleu_spark.spark.job import FIRST_TIER_JIT
+
     session = (SparkSession.builder.master("local[2]").appName("bleu-spark-tests")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.ui.enabled", "false")
+               .config("spark.driver.extraJavaOptions", FIRST_TIER_JIT)
                .getOrCreate())
     yield session
     session.stop()

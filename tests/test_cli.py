@@ -93,3 +93,29 @@ def test_spark_submit_on_local2_equals_sacrebleu(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(json.loads((out / "scores.json").read_text())) == 10
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_the_console_script_adds_jvm_options_only_where_none_of_their_kind_is_set(monkeypatch):
+    from bleu_spark.spark.job import FIRST_TIER_JIT, QUIET_LOG4J, _user_jvm_settings, console_jvm_options
+
+    quiet = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"
+    assert console_jvm_options("", logging_configured=False) == [quiet, FIRST_TIER_JIT]
+    assert console_jvm_options("", logging_configured=True) == [FIRST_TIER_JIT]
+    for jit in ("-XX:TieredStopAtLevel=4", "-XX:-TieredCompilation", "-XX:CompilationMode=high-only-quick-internal"):
+        monkeypatch.setenv("SPARK_SUBMIT_OPTS", jit)
+        assert console_jvm_options(_user_jvm_settings(), logging_configured=True) == []
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS")
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xint")
+    assert console_jvm_options(_user_jvm_settings(), logging_configured=False) == [quiet]
+
+
+@pytest.mark.e2e
+def test_the_console_script_starts_its_jvm_quiet_and_with_the_first_jit_tier(tmp_path):
+    env = dict(os.environ, SPARK_PRINT_LAUNCH_COMMAND="1")
+    env.pop("SPARK_SUBMIT_OPTS", None)
+    result = subprocess.run([sys.executable, "-m", "bleu_spark", "score", "--input", SAMPLE,
+                             "--output", str(tmp_path / "out"), "--group-by", "langpair"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    command = next(l for l in result.stderr.splitlines() if l.startswith("Spark Command:"))
+    assert "-XX:TieredStopAtLevel=1" in command.split() and "log4j2-quiet.properties" in command
