@@ -494,8 +494,8 @@ def _user_jvm_settings() -> str:
     from pyspark.find_spark_home import _find_spark_home
 
     defaults = os.path.join(_spark_conf_dir(_find_spark_home()), "spark-defaults.conf")
-    with_defaults = open(defaults, encoding="utf-8").read() if os.path.isfile(defaults) else ""
-    return " ".join([with_defaults, SparkConf().get("spark.driver.extraJavaOptions", ""),
+    defaults_text = open(defaults, encoding="utf-8").read() if os.path.isfile(defaults) else ""
+    return " ".join([defaults_text, SparkConf().get("spark.driver.extraJavaOptions", ""),
                      os.environ.get("SPARK_SUBMIT_OPTS", ""),
                      os.environ.get("JAVA_TOOL_OPTIONS", "")])
 
