@@ -111,10 +111,15 @@ def test_the_console_script_adds_jvm_options_only_where_none_of_their_kind_is_se
 
 @pytest.mark.e2e
 def test_the_console_script_starts_its_jvm_quiet_and_with_the_first_jit_tier(tmp_path):
+    import pyarrow as pa
+
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"system": ["A", "A"], "candidate": ["the cat sat", "a dog"],
+                             "references": [["the cat sat down"], ["a dog ran"]]}), path)
     env = dict(os.environ, SPARK_PRINT_LAUNCH_COMMAND="1")
     env.pop("SPARK_SUBMIT_OPTS", None)
-    result = subprocess.run([sys.executable, "-m", "bleu_spark", "score", "--input", SAMPLE,
-                             "--output", str(tmp_path / "out"), "--group-by", "langpair"],
+    result = subprocess.run([sys.executable, "-m", "bleu_spark", "score", "--input", str(path),
+                             "--output", str(tmp_path / "out")],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     command = next(l for l in result.stderr.splitlines() if l.startswith("Spark Command:"))
