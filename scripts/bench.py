@@ -1178,7 +1178,8 @@ def run_costs(args, input_path: Path, info: Dict[str, Any]) -> int:
     langpairs = [x for x in args.cost_langpairs.split(",") if x] if args.cost_langpairs else None
     print(f"per-row cost in one process, batches of {args.batch_rows:,} rows in {args.cost_order} "
           f"order, best of {args.repeats}; new = {REPO} ({_git_describe(REPO)})"
-          + (f", old = {other} ({_git_describe(other)})" if other else ""), flush=True)
+          + (f", old = {other} ({_git_describe(other) or 'commit unknown: no git, no COMMIT file'})"
+             if other else ""), flush=True)
     table, identical = tokenizer_costs(input_path, other, langpairs, args.batch_rows, args.repeats,
                                        args.cost_order, args.tokenize)
     if not identical:
@@ -1227,7 +1228,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--job-root", default=str(REPO),
                     help="checkout whose jobs/score_bleu.py and bleu_spark/ paths b and c run "
                          "(put first on PYTHONPATH; default: this checkout). Lets a fixed "
-                         "snapshot (git archive COMMIT | tar -x -C DIR) be timed")
+                         "snapshot (git archive C | tar -x -C DIR; echo C > DIR/COMMIT) be timed")
     ap.add_argument("--job-arg", action="append", default=[], metavar="ARG",
                     help="an argument for the job's paths (b, c, d), e.g. "
                          "--job-arg=--colocate-references=never (repeatable)")
