@@ -147,6 +147,32 @@ def test_a_plain_input_is_typed_by_its_footers_and_read_by_spark_only_for_reject
     assert written[0].column_names == [*schema.names, "reason"]
 
 
+def test_the_workers_read_the_files_spark_reads_as_data(spark, tmp_path):
+    """Copies in progress, hidden files and markers are left out as Spark leaves them out; `_k=v`
+    folders are partitions; with a Parquet summary file Spark's own scan reads."""
+    rng = random.Random(9)
+    rows = pa.table({"system": [rng.choice("AB") for _ in range(40)], "candidate": random_sentences(rng, 40),
+                     "references": [[r] for r in random_sentences(rng, 40)]})
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    pq.write_table(rows.slice(0, 20), flat / "part-0.parquet")
+    pq.write_table(rows.slice(20), flat / "part-1.parquet")
+    pq.write_table(rows, flat / "part-2.parquet._COPYING_")
+    pq.write_table(rows, flat / ".hidden.parquet")
+    (flat / "_SUCCESS").write_text("")
+    assert both_scans(spark, flat, tmp_path / "f").run["rows"]["read"] == 40
+    parted = tmp_path / "parted"
+    for day, piece in ((1, rows.slice(0, 15)), (2, rows.slice(15))):
+        (parted / f"_day={day}").mkdir(parents=True)
+        pq.write_table(piece, parted / f"_day={day}" / "part-0.parquet")
+    ours = both_scans(spark, parted, tmp_path / "p", group_by=("system", "_day"))
+    assert ours.run["rows"]["read"] == 40 and sorted(set(ours.stats["_day"].to_pylist())) == [1, 2]
+    pq.write_metadata(rows.schema, flat / "_common_metadata")
+    assert footer_schema(str(flat)) is None
+    result = run(spark, flat, tmp_path / "summary")
+    assert result.run["layout"]["scan"] == "spark" and result.run["rows"]["read"] == 40
+
+
 def test_the_sample_in_any_row_groups_gives_the_same_statistics(spark, tmp_path):
     table = pq.read_table(SAMPLE)
     first = None

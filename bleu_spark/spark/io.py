@@ -25,8 +25,17 @@ def is_local(path: str) -> bool:
 
 
 def _hidden(name: str) -> bool:
-    """Files and folders Spark skips when it lists an input: `_SUCCESS`, `.crc`, `_temporary`."""
-    return name.startswith(("_", "."))
+    """Files and folders Spark does not read as data (its rule for file sources): `.crc`,
+    `_SUCCESS`, `_temporary` (but a `_key=value` folder is a partition), copies in progress
+    (`._COPYING_`), and Parquet's summary files (`_metadata`, `_common_metadata`)."""
+    return (name.startswith("_") and "=" not in name) or name.startswith(".") \
+        or name.endswith("._COPYING_")
+
+
+def _summary(name: str) -> bool:
+    """Parquet's summary files, which Spark lists with the data files (and pyarrow cannot read
+    as data: their row groups lie in the other files)."""
+    return name.startswith(("_metadata", "_common_metadata"))
 
 
 def _partition_like(part: str) -> bool:
@@ -53,20 +62,22 @@ def hive_base(path: str) -> Optional[str]:
     return base
 
 
-def local_files(path: str, what: str = "input") -> list:
-    """The data files a local file, folder or glob names, as Spark lists them: folders matched
-    are read whole, hidden files (`_SUCCESS`, `.crc`) are left out."""
+def local_files(path: str, what: str = "input", summaries: bool = False) -> list:
+    """The data files a local file, folder or glob names, as Spark reads them: folders matched
+    are read whole, files Spark does not read as data are left out. With `summaries`, the
+    Parquet summary files Spark lists beside them instead."""
     local = path[len("file://"):] if path.startswith("file://") else path
     matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local] * os.path.exists(local)
     if not matches:
         raise InputNotFoundError(f"{what} path not found: {path}")
+    wanted = _summary if summaries else (lambda name: not _hidden(name))
     files = []
     for match in matches:
         if os.path.isdir(match):
             for root, folders, names in os.walk(match):
                 folders[:] = sorted(f for f in folders if not _hidden(f))
-                files += [os.path.join(root, n) for n in sorted(names) if not _hidden(n)]
-        elif not _hidden(os.path.basename(match)):
+                files += [os.path.join(root, n) for n in sorted(names) if wanted(n)]
+        elif wanted(os.path.basename(match)):
             files.append(match)
     return files
 
@@ -218,16 +229,19 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
 def footer_schema(path: str) -> Optional[T.StructType]:
     """The schema Spark reads a local input with, from its footers alone: when every file has
     the same columns (`local_schema` refused types that disagree), all of types Spark reads, and
-    there are no partition folders (Spark types their values itself). None otherwise."""
+    there are no partition folders (Spark types their values itself) and no summary files
+    (whether Spark's listing equals ours is then checked against Spark's). None otherwise."""
     import pyarrow.parquet as pq
 
     schema = local_schema(path)
     if schema is None or any(isinstance(f.dataType, UnreadableType) for f in schema.fields):
         return None
     names = set(schema.fieldNames())
-    if any(set(pq.read_schema(f).names) != names for f in local_files(path)):
+    if any(set(pq.read_schema(f).names) != names for f in local_files(path)) \
+            or local_files(path, summaries=True):
         return None
-    return T.StructType([T.StructField(f.name, f.dataType) for f in schema.fields])  # all nullable, as Spark's
+    # Top-level fields nullable, as Spark reads files (nested types keep the footers' nullability).
+    return T.StructType([T.StructField(f.name, f.dataType) for f in schema.fields])
 
 
 class InputTable:
