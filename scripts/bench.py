@@ -46,6 +46,7 @@ bleuscore path; the benchmark starts it as a subprocess.
 from __future__ import annotations
 
 import argparse
+import atexit
 import hashlib
 import json
 import math
@@ -1060,6 +1061,7 @@ def load_checkout(root: Path, alias: str):
 
     previous = os.environ.get("NUMBA_CACHE_DIR")
     os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"{alias}-numba-")
+    atexit.register(shutil.rmtree, os.environ["NUMBA_CACHE_DIR"], ignore_errors=True)
     numba.config.reload_config()
     try:
         init = root / "bleu_spark" / "__init__.py"

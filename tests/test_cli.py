@@ -95,18 +95,31 @@ def test_spark_submit_on_local2_equals_sacrebleu(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
-def test_the_console_script_adds_jvm_options_only_where_none_of_their_kind_is_set(monkeypatch):
-    from bleu_spark.spark.job import FIRST_TIER_JIT, QUIET_LOG4J, _user_jvm_settings, console_jvm_options
+def test_the_console_script_adds_jvm_options_only_where_none_of_their_kind_is_set(monkeypatch, tmp_path):
+    from bleu_spark.spark import job
+    from bleu_spark.spark.job import FIRST_TIER_JIT, QUIET_LOG4J, console_jvm_options
 
     quiet = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"
     assert console_jvm_options("", logging_configured=False) == [quiet, FIRST_TIER_JIT]
     assert console_jvm_options("", logging_configured=True) == [FIRST_TIER_JIT]
-    for jit in ("-XX:TieredStopAtLevel=4", "-XX:-TieredCompilation", "-XX:CompilationMode=high-only-quick-internal"):
-        monkeypatch.setenv("SPARK_SUBMIT_OPTS", jit)
-        assert console_jvm_options(_user_jvm_settings(), logging_configured=True) == []
-    monkeypatch.delenv("SPARK_SUBMIT_OPTS")
-    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xint")
-    assert console_jvm_options(_user_jvm_settings(), logging_configured=False) == [quiet]
+    for name in job.JAVA_OPTION_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    defaults = tmp_path / "spark-defaults.conf"
+    # A comment, and the executors' options, are not the driver's.
+    defaults.write_text("# spark.driver.extraJavaOptions -XX:TieredStopAtLevel=4 -Dlog4j2.x=y\n"
+                        "spark.executor.extraJavaOptions  -XX:-TieredCompilation\n")
+    added = lambda: console_jvm_options(job._driver_java_options_before_start(), job.user_log4j_config())
+    assert added() == [quiet, FIRST_TIER_JIT]
+    defaults.write_text("spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=4 -Dlog4j2.configurationFile=x\n")
+    assert added() == []
+    defaults.unlink()
+    for name, value in (("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=4"), ("JAVA_TOOL_OPTIONS", "-Xint"),
+                        ("JDK_JAVA_OPTIONS", "-XX:CompilationMode=high-only-quick-internal"),
+                        ("PYSPARK_SUBMIT_ARGS", "--driver-java-options -XX:-TieredCompilation pyspark-shell")):
+        monkeypatch.setenv(name, value)
+        assert added() == [quiet], name
+        monkeypatch.delenv(name)
 
 
 @pytest.mark.e2e

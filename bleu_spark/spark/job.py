@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 import time
 from collections import Counter
@@ -488,32 +489,44 @@ def spark_session():
     return _quiet(builder.getOrCreate())
 
 
-def _user_jvm_settings() -> str:
-    """Where a user or platform sets the driver JVM's options, as one text: Spark's
-    spark-defaults.conf, the driver's Java options, SPARK_SUBMIT_OPTS and JAVA_TOOL_OPTIONS."""
+# Where a user or platform gives the driver JVM options before it starts, besides spark-defaults.
+JAVA_OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "PYSPARK_SUBMIT_ARGS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")
+
+
+def _spark_conf_dir() -> str:
     from pyspark.find_spark_home import _find_spark_home
 
-    defaults = os.path.join(_spark_conf_dir(_find_spark_home()), "spark-defaults.conf")
-    defaults_text = open(defaults, encoding="utf-8").read() if os.path.isfile(defaults) else ""
-    return " ".join([defaults_text, SparkConf().get("spark.driver.extraJavaOptions", ""),
-                     os.environ.get("SPARK_SUBMIT_OPTS", ""),
-                     os.environ.get("JAVA_TOOL_OPTIONS", "")])
+    return os.environ.get("SPARK_CONF_DIR") or os.path.join(_find_spark_home(), "conf")
 
 
-def _spark_conf_dir(spark_home: str) -> str:
-    return os.environ.get("SPARK_CONF_DIR") or os.path.join(spark_home, "conf")
+def _spark_defaults() -> dict:
+    """spark-defaults.conf's settings (a Java properties file: a key, then whitespace, `=` or
+    `:`, then its value), comments left out."""
+    path = os.path.join(_spark_conf_dir(), "spark-defaults.conf")
+    if not os.path.isfile(path):
+        return {}
+    lines = (line.strip() for line in open(path, encoding="utf-8").read().splitlines())
+    settings = (re.match(r"([^\s=:]+)\s*[\s=:]\s*(.*)", line) for line in lines
+                if not line.startswith(("#", "!")))
+    return {match[1]: match[2].strip() for match in settings if match}
+
+
+def _driver_java_options_before_start() -> str:
+    """The driver JVM's options that a user or platform gives before it starts, as one text."""
+    return " ".join([_spark_defaults().get("spark.driver.extraJavaOptions", ""),
+                     *(os.environ.get(name, "") for name in JAVA_OPTION_VARIABLES)])
 
 
 def user_log4j_config() -> bool:
     """Whether logging was configured by the user or platform: a log4j2 file in Spark's conf
-    folder, or a log4j property among the driver JVM's settings."""
-    from pyspark.find_spark_home import _find_spark_home
-
-    conf_dir = _spark_conf_dir(_find_spark_home())
+    folder, or a log4j property among the driver JVM's options (those of the running JVM too,
+    under spark-submit)."""
+    conf_dir = _spark_conf_dir()
     if any(os.path.isfile(os.path.join(conf_dir, name))
            for name in ("log4j2.properties", "log4j2.xml", "log4j2.yaml", "log4j2.json")):
         return True
-    return "log4j" in _user_jvm_settings()
+    running = SparkConf().get("spark.driver.extraJavaOptions", "")  # empty before the JVM starts
+    return "log4j" in f"{running} {_driver_java_options_before_start()}"
 
 
 QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
@@ -524,13 +537,13 @@ FIRST_TIER_JIT = "-XX:TieredStopAtLevel=1"
 JIT_SETTINGS = ("Tiered", "CompilationMode", "-Xint", "-Xcomp")
 
 
-def console_jvm_options(user_settings: str, logging_configured: bool) -> List[str]:
+def console_jvm_options(java_options: str, logging_configured: bool) -> List[str]:
     """The options the console script adds to the JVM it starts, each only where the user or
     platform set nothing of its kind."""
     options = []
     if not logging_configured:
         options.append(f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}")
-    if not any(setting in user_settings for setting in JIT_SETTINGS):
+    if not any(setting in java_options for setting in JIT_SETTINGS):
         options.append(FIRST_TIER_JIT)
     return options
 
@@ -544,7 +557,7 @@ def _console_jvm_start() -> None:
 
     if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return
-    added = console_jvm_options(_user_jvm_settings(), user_log4j_config())
+    added = console_jvm_options(_driver_java_options_before_start(), user_log4j_config())
     options = [os.environ.get("SPARK_SUBMIT_OPTS", ""), *added]
     os.environ["SPARK_SUBMIT_OPTS"] = " ".join(options).strip()
 

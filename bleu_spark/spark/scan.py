@@ -7,8 +7,9 @@ run paid for compiling that code and for planning SQL queries. Here each Spark t
 of Parquet row groups and reads them with pyarrow, straight to Arrow, in the Python worker; the
 tasks are plain RDD tasks (no SQL planning or code generation), and their partial sums are
 merged in a tree (on the executors, then on the driver). Spark schedules and retries the
-tasks and carries the accumulators; it lists the input and types its partition folders when
-there are any (`io.InputTable`: without them, its SQL engine is never started).
+tasks and carries the accumulators. Its SQL engine lists and types the input only where the
+footers cannot (partition folders, files with different columns or types Spark reads its own
+way, Parquet summary files: `io.footer_schema`); otherwise it is never started.
 
 It applies to local inputs (paths every executor sees, as Spark's own reading of a local path
 needs) whose files Spark lists the same way, and to columns whose values pyarrow reads as
