@@ -127,6 +127,11 @@ def test_a_plain_input_is_typed_by_its_footers_and_read_by_spark_only_for_reject
         pq.write_table(table.slice(25), tmp_path / name / "part-1.parquet")
     clean, rejecting = str(tmp_path / "clean"), str(tmp_path / "rejecting")
     assert InputTable(spark, clean).schema == spark.read.parquet(clean).schema
+    with_ns = str(tmp_path / "with_ns.parquet")  # a column Spark cannot read is left out as Spark's read leaves it
+    pq.write_table(rows.append_column("at", pa.array(range(n), pa.int64()).cast(pa.timestamp("ns"))), with_ns)
+    table = InputTable(spark, with_ns)
+    assert table.schema.fieldNames() == schema.names and not table.read_by_spark
+    assert table.schema == table.frame.schema
     parted = tmp_path / "parted" / "shard=1"
     parted.mkdir(parents=True)
     pq.write_table(rows.drop_columns(["shard"]), parted / "part-0.parquet")

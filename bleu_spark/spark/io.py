@@ -227,21 +227,23 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
 
 
 def footer_schema(path: str) -> Optional[T.StructType]:
-    """The schema Spark reads a local input with, from its footers alone: when every file has
-    the same columns (`local_schema` refused types that disagree), all of types Spark reads, and
-    there are no partition folders (Spark types their values itself) and no summary files
-    (whether Spark's listing equals ours is then checked against Spark's). None otherwise."""
+    """The schema Spark reads a local input with (its columns of types Spark reads: see
+    `readable_schema`), from its footers alone: when every file has the same columns
+    (`local_schema` refused types that disagree), and there are no partition folders (Spark
+    types their values itself) and no summary files (whether Spark's listing equals ours is then
+    checked against Spark's). None otherwise."""
     import pyarrow.parquet as pq
 
     schema = local_schema(path)
-    if schema is None or any(isinstance(f.dataType, UnreadableType) for f in schema.fields):
+    if schema is None:
         return None
     names = set(schema.fieldNames())
     if any(set(pq.read_schema(f).names) != names for f in local_files(path)) \
             or local_files(path, summaries=True):
         return None
     # Top-level fields nullable, as Spark reads files (nested types keep the footers' nullability).
-    return T.StructType([T.StructField(f.name, f.dataType) for f in schema.fields])
+    return T.StructType([T.StructField(f.name, f.dataType) for f in schema.fields
+                         if not isinstance(f.dataType, UnreadableType)])
 
 
 class InputTable:
