@@ -505,7 +505,9 @@ def _spark_defaults() -> dict:
     path = os.path.join(_spark_conf_dir(), "spark-defaults.conf")
     if not os.path.isfile(path):
         return {}
-    lines = (line.strip() for line in open(path, encoding="utf-8").read().splitlines())
+    # A file Spark cannot read either is Spark's to report, not a traceback here.
+    text = open(path, encoding="utf-8", errors="replace").read()
+    lines = (line.strip() for line in text.splitlines())
     settings = (re.match(r"([^\s=:]+)\s*[\s=:]\s*(.*)", line) for line in lines
                 if not line.startswith(("#", "!")))
     return {match[1]: match[2].strip() for match in settings if match}
