@@ -329,7 +329,8 @@ def views_paired_fields():
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from .spark.job import preflight, run_job, spark_session
+    from .spark.job import preflight, run_job
+    from .spark.session import spark_session
 
     options = job_options(effective_settings(args))
     preflight(options)
@@ -358,7 +359,7 @@ def run_aggregate(args: argparse.Namespace) -> int:
     options = aggregate_options(args)
     spark = None
     if options.on_spark:
-        from .spark.job import spark_session
+        from .spark.session import spark_session
 
         spark = spark_session()
         install_signal_handlers()

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from .compiled import compiled
 from .rows import present_references
-from .tokenizers import LineTokenizer, Tokens
+from .tokenizers import LineTokenizer
 
 
 def stats_width(max_order: int) -> int:

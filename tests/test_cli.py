@@ -96,20 +96,20 @@ def test_spark_submit_on_local2_equals_sacrebleu(tmp_path):
 
 
 def test_the_console_script_adds_jvm_options_only_where_none_of_their_kind_is_set(monkeypatch, tmp_path):
-    from bleu_spark.spark import job
-    from bleu_spark.spark.job import FIRST_TIER_JIT, QUIET_LOG4J, console_jvm_options
+    from bleu_spark.spark import session
+    from bleu_spark.spark.session import FIRST_TIER_JIT, QUIET_LOG4J, console_jvm_options
 
     quiet = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"
     assert console_jvm_options("", logging_configured=False) == [quiet, FIRST_TIER_JIT]
     assert console_jvm_options("", logging_configured=True) == [FIRST_TIER_JIT]
-    for name in job.JAVA_OPTION_VARIABLES:
+    for name in session.JAVA_OPTION_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     defaults = tmp_path / "spark-defaults.conf"
     # A comment, and the executors' options, are not the driver's.
     defaults.write_text("# spark.driver.extraJavaOptions -XX:TieredStopAtLevel=4 -Dlog4j2.x=y\n"
                         "spark.executor.extraJavaOptions  -XX:-TieredCompilation\n")
-    added = lambda: console_jvm_options(job._driver_java_options_before_start(), job.user_log4j_config())
+    added = lambda: console_jvm_options(session._driver_java_options_before_start(), session.user_log4j_config())
     assert added() == [quiet, FIRST_TIER_JIT]
     defaults.write_text("spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=4 -Dlog4j2.configurationFile=x\n")
     assert added() == []

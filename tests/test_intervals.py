@@ -2,7 +2,6 @@
 exactly, and hashed Poisson replicates that do not depend on partitioning, order or slicing."""
 import random
 
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -14,7 +13,7 @@ from bleu_spark.bootstrap import Resampling
 from bleu_spark.spark.job import JobOptions, run_job, score_dataframe
 from conftest import SAMPLE
 from test_bootstrap import sacrebleu_bounds, sacrebleu_metric, sacrebleu_paired, sample_systems
-from test_scheduled import generated_week, score_days
+from test_scheduled import generated_week
 from bleu_spark.oracle import reference_streams
 
 pytestmark = pytest.mark.spark

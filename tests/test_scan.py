@@ -18,6 +18,7 @@ from bleu_spark.spark import io
 from bleu_spark.spark.io import InputTable, footer_schema
 from bleu_spark.spark.job import JobOptions, plan_for, run_job
 from bleu_spark.spark.scan import ArrowScan, arrow_scan
+from bleu_spark.spark.session import OnDemandSession
 from conftest import SAMPLE, random_sentences
 from matching import assert_matches_sacrebleu
 
@@ -108,7 +109,8 @@ def test_partition_folders_wide_references_replicates_and_rejected_rows_as_spark
 def test_a_plain_input_is_typed_by_its_footers_and_read_by_spark_only_for_rejected_rows(
         spark, tmp_path, monkeypatch):
     """Without partition folders, the schema is the footers' (the types Spark gives them) and
-    Spark reads the input only to write the rows it rejected."""
+    Spark reads the input only to write the rows it rejected: until then the run's session,
+    made on demand, is never made."""
     rng = random.Random(5)
     n = 60
     schema = pa.schema([pa.field("system", pa.string(), nullable=False), ("candidate", pa.string()),
@@ -140,11 +142,12 @@ def test_a_plain_input_is_typed_by_its_footers_and_read_by_spark_only_for_reject
     spark_reads = io.read_parquet
     monkeypatch.setattr(io, "read_parquet", lambda *a, **k: reads.append(a[1]) or spark_reads(*a, **k))
     group_by = ("system", "shard", "day")
-    result = run(spark, clean, tmp_path / "out_clean", group_by=group_by)
-    assert result.run["layout"]["scan"] == "arrow" and reads == []
+    on_demand = OnDemandSession(spark.sparkContext)
+    result = run(on_demand, clean, tmp_path / "out_clean", group_by=group_by)
+    assert result.run["layout"]["scan"] == "arrow" and reads == [] and not on_demand.started
     assert result.run["input_bytes"] == io.input_bytes(spark.read.parquet(clean))
-    ours = run(spark, rejecting, tmp_path / "arrow", group_by=group_by, on_invalid="quarantine")
-    assert reads == [rejecting]
+    ours = run(on_demand, rejecting, tmp_path / "arrow", group_by=group_by, on_invalid="quarantine")
+    assert reads == [rejecting] and on_demand.started and on_demand.session is spark
     sparks = run(spark, rejecting, tmp_path / "spark", group_by=group_by, on_invalid="quarantine", scan="spark")
     assert sorted_stats(ours).equals(sorted_stats(sparks))
     written = [pq.read_table(tmp_path / d / "rejected").sort_by("weight") for d in ("arrow", "spark")]

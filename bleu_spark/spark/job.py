@@ -2,12 +2,11 @@
 a statistics table), then show (scores, dashboard, report: `bleu_spark.views`), then write."""
 from __future__ import annotations
 
-import os
 import platform
 import re
-import sys
 import time
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
@@ -16,8 +15,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark
-from pyspark import SparkConf
-from pyspark.errors import PySparkRuntimeError
 import sacrebleu
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -307,8 +304,10 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
                              f"{rows_read} rows is more than {MAX_SACREBLEU_ROWS}; use poisson")
         input_bytes = scan.bytes if isinstance(scan, ArrowScan) else io.input_bytes(table.frame)
-        with inputs.splits_sized(spark, rows_read, input_bytes), \
-                Progress(spark, rows_read, options.progress_seconds) as progress:
+        # Spark's scan is split for balance here; an ArrowScan has its tasks already.
+        splits = nullcontext() if isinstance(scan, ArrowScan) else \
+            inputs.splits_sized(spark, rows_read, input_bytes)
+        with splits, Progress(spark, rows_read, options.progress_seconds) as progress:
             measurement = Measurement(spark, table, options, progress.rows, rows_read,
                                       scan if isinstance(scan, ArrowScan) else None)
         layout = measurement.input.layout
@@ -368,8 +367,6 @@ WORKER_NOT_STARTED = "PythonWorkerFactory.create"
 
 def lost_worker_failure(exc: BaseException) -> Optional[SparkJobFailedError]:
     """A job Spark aborted after losing a worker or executor, as one line."""
-    import re
-
     text = str(exc)
     aborted = re.search(r"Job aborted due to stage failure: ([^\n]*)", text)
     cause = next((c for c in LOST_WORKER if c in text), None)
@@ -465,109 +462,3 @@ def versions(spark: SparkSession) -> dict:
             "numba": numba.__version__,
             "python": platform.python_version(),
             "java": jvm.java.lang.System.getProperty("java.version")}
-
-
-def spark_session():
-    """Spark settings come from spark-submit, --conf and spark-defaults; local[*] only if none."""
-    # Python workers run the driver's interpreter unless the platform names one
-    # (spark.pyspark.python wins over this variable): the bare `python3` on PATH may lack pyarrow.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    _console_jvm_start()
-    # One progress view, the job's: Spark's console bars would garble its lines on stderr.
-    quiet = SparkSession.builder.config("spark.ui.showConsoleProgress", "false")
-    try:
-        return _quiet(quiet.getOrCreate())
-    except PySparkRuntimeError as exc:
-        if exc.getCondition() not in ("MASTER_URL_NOT_SET", "APPLICATION_NAME_NOT_SET"):
-            raise
-    # The JVM is up now, so SparkConf sees what spark-submit and spark-defaults set.
-    conf, builder = SparkConf(), quiet
-    if not conf.contains("spark.master"):
-        builder = builder.master("local[*]")
-    if not conf.contains("spark.app.name"):
-        builder = builder.appName("bleu-spark")
-    return _quiet(builder.getOrCreate())
-
-
-# Where a user or platform gives the driver JVM options before it starts, besides spark-defaults.
-JAVA_OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "PYSPARK_SUBMIT_ARGS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")
-
-
-def _spark_conf_dir() -> str:
-    from pyspark.find_spark_home import _find_spark_home
-
-    return os.environ.get("SPARK_CONF_DIR") or os.path.join(_find_spark_home(), "conf")
-
-
-def _spark_defaults() -> dict:
-    """spark-defaults.conf's settings (a Java properties file: a key, then whitespace, `=` or
-    `:`, then its value), comments left out."""
-    path = os.path.join(_spark_conf_dir(), "spark-defaults.conf")
-    if not os.path.isfile(path):
-        return {}
-    # A file Spark cannot read either is Spark's to report, not a traceback here.
-    text = open(path, encoding="utf-8", errors="replace").read()
-    lines = (line.strip() for line in text.splitlines())
-    settings = (re.match(r"([^\s=:]+)\s*[\s=:]\s*(.*)", line) for line in lines
-                if not line.startswith(("#", "!")))
-    return {match[1]: match[2].strip() for match in settings if match}
-
-
-def _driver_java_options_before_start() -> str:
-    """The driver JVM's options that a user or platform gives before it starts, as one text."""
-    return " ".join([_spark_defaults().get("spark.driver.extraJavaOptions", ""),
-                     *(os.environ.get(name, "") for name in JAVA_OPTION_VARIABLES)])
-
-
-def user_log4j_config() -> bool:
-    """Whether logging was configured by the user or platform: a log4j2 file in Spark's conf
-    folder, or a log4j property among the driver JVM's options (those of the running JVM too,
-    under spark-submit)."""
-    conf_dir = _spark_conf_dir()
-    if any(os.path.isfile(os.path.join(conf_dir, name))
-           for name in ("log4j2.properties", "log4j2.xml", "log4j2.yaml", "log4j2.json")):
-        return True
-    running = SparkConf().get("spark.driver.extraJavaOptions", "")  # empty before the JVM starts
-    return "log4j" in f"{running} {_driver_java_options_before_start()}"
-
-
-QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
-# The JIT's first tier only. The driver JVM of this job schedules tasks and merges small sums
-# while the Python workers read and score; the second tier's compiling was half its CPU, and
-# leaving it out made runs 4-18% faster on average (docs/benchmarks.md).
-FIRST_TIER_JIT = "-XX:TieredStopAtLevel=1"
-JIT_SETTINGS = ("Tiered", "CompilationMode", "-Xint", "-Xcomp")
-
-
-def console_jvm_options(java_options: str, logging_configured: bool) -> List[str]:
-    """The options the console script adds to the JVM it starts, each only where the user or
-    platform set nothing of its kind."""
-    options = []
-    if not logging_configured:
-        options.append(f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}")
-    if not any(setting in java_options for setting in JIT_SETTINGS):
-        options.append(FIRST_TIER_JIT)
-    return options
-
-
-def _console_jvm_start() -> None:
-    """When this process starts the JVM itself (the console script, not spark-submit, whose JVM
-    is up before the job), its options go in through SPARK_SUBMIT_OPTS: errors-only logging,
-    since Spark's start-up warnings (loopback address, native Hadoop library) come before any
-    setLogLevel could stop them, and the JIT's first tier."""
-    from pyspark import SparkContext
-
-    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
-        return
-    added = console_jvm_options(_driver_java_options_before_start(), user_log4j_config())
-    options = [os.environ.get("SPARK_SUBMIT_OPTS", ""), *added]
-    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(options).strip()
-
-
-def _quiet(spark: SparkSession) -> SparkSession:
-    """Spark's WARN lines around the job's own one-line messages say nothing to the user: with
-    Spark's default logging (no log4j2 file or property of the user's), this context logs errors
-    only. A logging configuration of the user's or platform's is left as it is."""
-    if not user_log4j_config():
-        spark.sparkContext.setLogLevel("ERROR")
-    return spark
