@@ -17,13 +17,15 @@ One invocation:
    b   the job, ``spark-submit --master local[1] jobs/score_bleu.py``
    c   the job, ``spark-submit --master local[2] jobs/score_bleu.py``
    d   as c, with ``--confidence`` (poisson bootstrap, B = ``--n-bootstrap``, default 1000)
+   e   the job as the console script starts it, ``bleu-spark score`` (no master set: local[*],
+       its own JVM options; ``--conf`` is not passed to it)
    g   ``bleu-spark aggregate --group-by langpair,system`` of a generated statistics table of
        ``--stats-rows`` rows (default 100,000), no JVM: what a dashboard back end calls
 
-3. checks that a1, a2, b, c and d give identical per-group results (score within 1e-9; counts,
+3. checks that a1, a2, b, c, d and e give identical per-group results (score within 1e-9; counts,
    totals, sys_len, ref_len and n_segments equal) and exits 1 if they do not, before any speed
    is printed;
-4. prints rows/s, wall time, CPU time, peak memory and the ratios b/a1, b/a2, c/a1, c/a2, c/b.
+4. prints rows/s, wall time, CPU time, peak memory and the ratios b/a1, b/a2, c/a1, c/a2, c/b, e/a2.
 
 Groups are (system, langpair); rows of a group are aligned by (testset, seg_id). The tokenizer
 follows the target language as sacrebleu's ``-l`` does (zh, ja-mecab, ko-mecab, else 13a)
@@ -65,9 +67,9 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parent.parent
 GENERATOR_VERSION = 1
 IDENTITY_TOL = 1e-9
-EXACT_PATHS = ("a1", "a2", "b", "c", "d")
-ALL_PATHS = ("a1", "a2", "a3", "b", "c", "d", "g")
-JOB_PATHS = ("b", "c", "d")
+EXACT_PATHS = ("a1", "a2", "b", "c", "d", "e")
+ALL_PATHS = ("a1", "a2", "a3", "b", "c", "d", "e", "g")
+JOB_PATHS = ("b", "c", "d", "e")
 PATH_TITLES = {
     "a1": "sacrebleu, BLEU().corpus_score per group",
     "a2": "sacrebleu, references cached per langpair",
@@ -75,6 +77,7 @@ PATH_TITLES = {
     "b": "bleu-spark local[1]",
     "c": "bleu-spark local[2]",
     "d": "bleu-spark local[2] --confidence",
+    "e": "bleu-spark score, the console script (local[*])",
     "g": "bleu-spark aggregate of a statistics table",
 }
 GROUP_KEYS = ("system", "langpair")
@@ -1000,7 +1003,7 @@ def print_table(runs: Dict[str, Dict[str, Any]], rows: int) -> None:
 def compute_ratios(runs: Dict[str, Dict[str, Any]]) -> Dict[str, float]:
     out = {}
     for num, den in (("b", "a1"), ("b", "a2"), ("c", "a1"), ("c", "a2"), ("c", "b"),
-                     ("c", "a3"), ("a2", "a1")):
+                     ("c", "a3"), ("a2", "a1"), ("e", "a2")):
         if num in runs and den in runs and runs[den].get("rows_per_s") and runs[num].get("rows_per_s"):
             out[f"{num}/{den}"] = round(runs[num]["rows_per_s"] / runs[den]["rows_per_s"], 3)
     return out
@@ -1221,21 +1224,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--workdir", default="/tmp/bleu-spark-bench",
                     help="cache of generated corpora and run outputs (default /tmp/bleu-spark-bench)")
     ap.add_argument("--paths", default=",".join(ALL_PATHS),
-                    help="comma list of paths to run, of a1,a2,a3,b,c (default all)")
+                    help=f"comma list of paths to run, of {','.join(ALL_PATHS)} (default all)")
     ap.add_argument("--tokenize", default="auto", help="tokenizer for every path (default auto)")
     ap.add_argument("--master-b", default="local[1]", help="Spark master of path b (default local[1])")
     ap.add_argument("--master-c", default="local[2]", help="Spark master of path c (default local[2])")
     ap.add_argument("--spark-submit", default=None,
                     help="spark-submit to use (default: the one next to this Python, else PATH)")
     ap.add_argument("--job-root", default=str(REPO),
-                    help="checkout whose jobs/score_bleu.py and bleu_spark/ paths b and c run "
+                    help="checkout whose jobs/score_bleu.py and bleu_spark/ paths b to e run "
                          "(put first on PYTHONPATH; default: this checkout). Lets a fixed "
                          "snapshot (git archive C | tar -x -C DIR; echo C > DIR/COMMIT) be timed")
     ap.add_argument("--job-arg", action="append", default=[], metavar="ARG",
-                    help="an argument for the job's paths (b, c, d), e.g. "
+                    help="an argument for the job's paths (b to e), e.g. "
                          "--job-arg=--colocate-references=never (repeatable)")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra Spark --conf for paths b and c (repeatable; default none)")
+                    help="extra Spark --conf for paths b, c and d (repeatable; default none)")
     ap.add_argument("--profile", metavar="DIR", default=None,
                     help="also record path b's Python workers with py-spy into DIR "
                          "(adds sampling overhead to b's timing)")
@@ -1336,11 +1339,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             out_dir = run_dir / f"job-{p}"
             if out_dir.exists():
                 shutil.rmtree(out_dir)
-            master = args.master_b if p == "b" else args.master_c
-            cmd = [spark_submit, "--master", master]
-            for c in args.conf:
-                cmd += ["--conf", c]
-            cmd += [str(job_script), "--input", str(input_path), "--output", str(out_dir),
+            if p == "e":
+                cmd = [sys.executable, "-m", "bleu_spark", "score"]
+            else:
+                master = args.master_b if p == "b" else args.master_c
+                cmd = [spark_submit, "--master", master]
+                for c in args.conf:
+                    cmd += ["--conf", c]
+                cmd += [str(job_script)]
+            cmd += ["--input", str(input_path), "--output", str(out_dir),
                     "--group-by", ",".join(GROUP_KEYS)]
             if args.tokenize != "auto":
                 cmd += ["--tokenize", args.tokenize]

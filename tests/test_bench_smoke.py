@@ -108,12 +108,12 @@ def test_bench_smoke_runs_the_identity_guard(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
     assert "identity check: PASSED" in out
-    for p in ("a2", "b", "c", "d"):
+    for p in ("a2", "b", "c", "d", "e"):
         assert f"{p} vs a1: identical" in out
     report = json.loads((tmp_path / "smoke.json").read_text())
     assert report["identity"]["passed"] is True
-    assert report["identity"]["paths"] == ["a1", "a2", "b", "c", "d"]
-    assert all(report["runs"][p]["returncode"] == 0 for p in ("a1", "a2", "b", "c", "d", "g"))
+    assert report["identity"]["paths"] == ["a1", "a2", "b", "c", "d", "e"]
+    assert all(report["runs"][p]["returncode"] == 0 for p in ("a1", "a2", "b", "c", "d", "e", "g"))
     assert "g: aggregate of 100,000 statistics rows in" in out
 
 
