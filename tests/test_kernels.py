@@ -21,6 +21,10 @@ from matching import assert_tokens_are_sacrebleus
 ALL_CHARS = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
 
 
+def test_python_whitespace_is_every_code_point_python_calls_space():
+    assert PYTHON_WHITESPACE == "".join(c for c in ALL_CHARS if c.isspace())
+
+
 def test_the_split_is_str_split_around_every_code_point():
     lines = [f"a{c}b{c}{c}" for c in ALL_CHARS] + ["", " ", "\u3000a\u3000\u3000b\u0085", "\x1c\x1f", "\u200bx\ufeff"]
     tokens = split_tokens(pa.array(lines))
