@@ -27,10 +27,7 @@ class OnDemandSession:
 
     @cached_property
     def session(self) -> SparkSession:
-        builder = SparkSession.builder
-        for key, value in SETTINGS.items():
-            builder = builder.config(key, value)
-        return builder.getOrCreate()  # over the running context
+        return SparkSession.builder.config(map=SETTINGS).getOrCreate()  # over the running context
 
     @property
     def started(self) -> bool:
@@ -46,6 +43,8 @@ class OnDemandSession:
         (self.session if self.started else self.sparkContext).stop()
 
     def __getattr__(self, name):  # what a SparkSession has besides: read, createDataFrame, ...
+        if name.startswith("_") or name == "session":  # copy's probes, or a failing session
+            raise AttributeError(name)
         return getattr(self.session, name)
 
 
@@ -57,6 +56,8 @@ class _SettingsBeforeSession:
         return self._spark.sparkContext.getConf().get(key, default)
 
     def __getattr__(self, name):  # set, unset: on the session's own settings
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self._spark.session.conf, name)
 
 
