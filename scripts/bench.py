@@ -19,6 +19,8 @@ One invocation:
    d   as c, with ``--confidence`` (poisson bootstrap, B = ``--n-bootstrap``, default 1000)
    e   the job as the console script starts it, ``bleu-spark score`` (no master set: local[*],
        its own JVM options; ``--conf`` is not passed to it)
+   s   Spark alone, started as e starts it: the SparkContext, one no-op Python task per core,
+       stop. No rows: the floor under any job path's wall time on this machine
    g   ``bleu-spark aggregate --group-by langpair,system`` of a generated statistics table of
        ``--stats-rows`` rows (default 100,000), no JVM: what a dashboard back end calls
 
@@ -42,8 +44,9 @@ Examples::
 
 Exit codes: 0 ok, 1 results differ, 2 a path failed to run.
 
-The internal form ``bench.py _score PATH INPUT OUT.json [TOKENIZE]`` runs one sacrebleu or
-bleuscore path; the benchmark starts it as a subprocess.
+The internal forms ``bench.py _score PATH INPUT OUT.json [TOKENIZE]`` (one sacrebleu or
+bleuscore path) and ``bench.py _spark_floor`` (path s) are what the benchmark starts as
+subprocesses.
 """
 from __future__ import annotations
 
@@ -68,7 +71,7 @@ REPO = Path(__file__).resolve().parent.parent
 GENERATOR_VERSION = 1
 IDENTITY_TOL = 1e-9
 EXACT_PATHS = ("a1", "a2", "b", "c", "d", "e")
-ALL_PATHS = ("a1", "a2", "a3", "b", "c", "d", "e", "g")
+ALL_PATHS = ("a1", "a2", "a3", "b", "c", "d", "e", "s", "g")
 JOB_PATHS = ("b", "c", "d", "e")
 PATH_TITLES = {
     "a1": "sacrebleu, BLEU().corpus_score per group",
@@ -78,6 +81,7 @@ PATH_TITLES = {
     "c": "bleu-spark local[2]",
     "d": "bleu-spark local[2] --confidence",
     "e": "bleu-spark score, the console script (local[*])",
+    "s": "Spark alone: context, a no-op Python task per core, stop",
     "g": "bleu-spark aggregate of a statistics table",
 }
 GROUP_KEYS = ("system", "langpair")
@@ -614,6 +618,17 @@ def run_score_path(path: str, input_path: str, out_path: str, tokenize: str = "a
            "timings": {"import_s": t_import - t_start, "read_group_s": t_read, "score_s": t_score,
                        "total_s": time.perf_counter() - t_start}}
     Path(out_path).write_text(json.dumps(out))
+
+
+def spark_floor() -> None:
+    """Path s: the SparkContext as `bleu-spark score` starts it (its JVM options, local[*]),
+    one Python task per core that does nothing, stop."""
+    from bleu_spark.spark.session import spark_session
+
+    spark = spark_session()
+    cores = spark.sparkContext.defaultParallelism
+    spark.sparkContext.parallelize(range(cores), cores).mapPartitions(lambda rows: [sum(1 for _ in rows)]).collect()
+    spark.stop()
 
 
 # --------------------------------------------------------------------------------------------
@@ -1202,6 +1217,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv and argv[0] == "_score":
         run_score_path(*argv[1:])
         return 0
+    if argv and argv[0] == "_spark_floor":
+        spark_floor()
+        return 0
     ap = argparse.ArgumentParser(
         prog="bench.py",
         description="Time bleu-spark against sacrebleu 2.6 and bleuscore, each path as a whole "
@@ -1310,7 +1328,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     job_root = Path(args.job_root).resolve()
     job_script = job_root / "jobs" / "score_bleu.py"
-    if any(p in paths for p in (*JOB_PATHS, "g")):
+    if any(p in paths for p in (*JOB_PATHS, "s", "g")):
         env["PYTHONPATH"] = os.pathsep.join([str(job_root)] + (
             [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         info["job_root"] = str(job_root)
@@ -1331,6 +1349,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             out_json = run_dir / f"{p}.json"
             cmd = [sys.executable, str(Path(__file__).resolve()), "_score", p, str(input_path),
                    str(out_json), args.tokenize]
+        elif p == "s":
+            cmd = [sys.executable, str(Path(__file__).resolve()), "_spark_floor"]
         elif p == "g":
             stats_table = ensure_stats_table(workdir, args.stats_rows)
             cmd = [sys.executable, "-m", "bleu_spark", "aggregate", "--stats", str(stats_table),
@@ -1369,6 +1389,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             except OSError:
                 pass
             failed.append(p)
+            continue
+        if p == "s":
+            print(f"  s: Spark alone in {r['wall_s']:.2f} s as a whole process", flush=True)
             continue
         if p == "g":
             r["stats_rows"] = args.stats_rows
@@ -1456,6 +1479,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"{runs['d']['wall_s'] / runs['c']['wall_s']:.2f}")
     if "g" in runs:
         print(f"g: aggregate of {args.stats_rows:,} statistics rows: {runs['g']['wall_s']:.2f} s")
+    if runs.get("s", {}).get("returncode") == 0:
+        floor = runs["s"]["wall_s"]
+        print(f"s: Spark alone {floor:.2f} s" + (
+            f"; a2's wall time / s's = {runs['a2']['wall_s'] / floor:.2f}, the most a job path "
+            f"could gain over a2 here" if "a2" in runs else ""))
     for p in JOB_PATHS:
         cpu = runs.get(p, {}).get("cpu_s")
         if cpu:

@@ -113,7 +113,8 @@ def test_bench_smoke_runs_the_identity_guard(tmp_path):
     report = json.loads((tmp_path / "smoke.json").read_text())
     assert report["identity"]["passed"] is True
     assert report["identity"]["paths"] == ["a1", "a2", "b", "c", "d", "e"]
-    assert all(report["runs"][p]["returncode"] == 0 for p in ("a1", "a2", "b", "c", "d", "e", "g"))
+    assert all(report["runs"][p]["returncode"] == 0 for p in ("a1", "a2", "b", "c", "d", "e", "s", "g"))
+    assert "s: Spark alone" in out
     assert "g: aggregate of 100,000 statistics rows in" in out
 
 
