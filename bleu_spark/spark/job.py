@@ -296,25 +296,24 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     try:
         job_group = f"bleu-spark-{run_id}"
         spark.sparkContext.setJobGroup(job_group, "bleu-spark score")
-        scan = arrow_scan(spark, table, options, plan_for(schema, options))
+        found = arrow_scan(spark, table, options, plan_for(schema, options))
+        scan = found if isinstance(found, ArrowScan) else None  # else why Spark's scan reads
         # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
-        rows_read = scan.rows if isinstance(scan, ArrowScan) else table.frame.count()
+        rows_read = scan.rows if scan else table.frame.count()
         resampling = options.resampling
         if resampling.active and resampling.method == bootstrap.SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
             raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
                              f"{rows_read} rows is more than {MAX_SACREBLEU_ROWS}; use poisson")
-        input_bytes = scan.bytes if isinstance(scan, ArrowScan) else io.input_bytes(table.frame)
+        input_bytes = scan.bytes if scan else io.input_bytes(table.frame)
         # Spark's scan is split for balance here; an ArrowScan has its tasks already.
-        splits = nullcontext() if isinstance(scan, ArrowScan) else \
-            inputs.splits_sized(spark, rows_read, input_bytes)
+        splits = nullcontext() if scan else inputs.splits_sized(spark, rows_read, input_bytes)
         with splits, Progress(spark, rows_read, options.progress_seconds) as progress:
-            measurement = Measurement(spark, table, options, progress.rows, rows_read,
-                                      scan if isinstance(scan, ArrowScan) else None)
+            measurement = Measurement(spark, table, options, progress.rows, rows_read, scan)
         layout = measurement.input.layout
-        if isinstance(scan, ArrowScan):
+        if scan:
             layout.update(scan="arrow", input_row_groups=scan.row_groups)
         else:
-            layout.update(scan="spark", spark_scan_reason=scan)
+            layout.update(scan="spark", spark_scan_reason=found)
             if not layout["colocated"]:
                 layout["input_row_groups"] = io.row_groups(options.input)
         if not layout["colocated"]:  # scored by the scan's tasks: one reads a row group
