@@ -65,7 +65,7 @@ def grouping_sets(options: AggregateOptions, stats: pa.Table) -> List[views.Grou
     sets = (options.grouping_sets if options.grouping_sets is not None
             else [options.group_by if options.group_by is not None
                   else tuple(statstable.group_columns_of(stats))])
-    sets = list(dict.fromkeys(tuple(dict.fromkeys(s)) for s in sets))
+    sets = views.distinct_sets(sets)
     known = statstable.group_columns_of(stats)
     missing = sorted({c for s in sets for c in s if c not in known})
     if missing:
@@ -89,9 +89,9 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
         stats = _read(options, spark)
         sets = grouping_sets(options, stats)
         finest = list(dict.fromkeys(c for s in sets for c in s))
+        resampling = saved_resampling(options, stats)  # of the rows as saved: before any sum
         stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
         config = scoring_config(options, stats)
-        resampling = saved_resampling(options, stats)
         scores = views.score_sets(stats, sets, config, resampling)
         paired = None
         if options.paired_bs:
@@ -129,13 +129,15 @@ def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[boo
     """Intervals and paired tests from the replicate sums the statistics hold (poisson)."""
     if not (options.confidence or options.paired_bs):
         return None
-    labels = set(stats["resampling"].to_pylist())
-    if labels == {""} or not labels:
+    labels = set(stats[statstable.RESAMPLING].to_pylist())
+    if not labels - {"", statstable.MIXED}:
         raise UsageError("these statistics hold no replicate sums: score with --confidence "
                          "(poisson) to keep them")
     if len(labels) > 1:
-        raise UsageError(f"the statistics hold replicate sums of different draws "
-                         f"({', '.join(sorted(labels))}); select one with --where")
+        shown = ", ".join(sorted(label or "none" for label in labels))
+        raise UsageError(f"the statistics hold replicate sums of different draws, or rows without "
+                         f"any ({shown}); select rows of one draw with --where (the partitions "
+                         f"scored with the same --confidence options)")
     _, n_bootstrap, seed = labels.pop().split(":")
     return bootstrap.Resampling(confidence=options.confidence, n_bootstrap=int(n_bootstrap),
                                 seed=int(seed), paired_bs=options.paired_bs, baseline=options.baseline)

@@ -5,8 +5,15 @@ and to refuse mixing it with rows measured differently:
 
     group columns | metric, format_version, sacrebleu_version, tokenize, tokenizer_signature,
                     lowercase, max_ngram_order            (the measurement: must agree to be summed)
-                  | n_segments, n_rejected, n_reference_segments, min_refs, max_refs
+                  | resampling                             (the replicate sums' draw, '' for none)
+                  | n_segments, n_rejected, n_reference_segments, segment_fingerprint,
+                    min_refs, max_refs
                   | sys_len, ref_len, correct_1..N, total_1..N   (summed integer statistics)
+                  | replicate_sums, trial_sums             (list<int64>: B x width sums, or null)
+
+The replicate sums of a group are one list in its row (replicate-major: replicate 0's
+statistics, then replicate 1's, ...), not a row per replicate: memory and files grow with
+groups x B x statistics as packed integers, never with Python objects or keys per replicate.
 
 Smoothing, effective order and weights are not here: they are choices of the scoring step, so
 saved statistics can be scored under any of them without reading the text again.
@@ -16,32 +23,42 @@ from __future__ import annotations
 import os
 from typing import Dict, Mapping, Optional, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import sacrebleu
 
 from . import output
-from .errors import InputNotFoundError, UsageError
+from .errors import IncompatibleStatisticsError, InputNotFoundError, UsageError
 from .stats import stats_names
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 METRIC = "bleu"
 
 # Rows may be summed only when all of these agree.
 MEASUREMENT = ("metric", "format_version", "sacrebleu_version", "tokenize", "tokenizer_signature",
-               "lowercase", "max_ngram_order", "resampling")
-# Summed when rows are added up; min_refs / max_refs are a min and a max.
-COUNTS = ("n_segments", "n_rejected", "n_reference_segments")
+               "lowercase", "max_ngram_order")
+# The draw of the replicate sums (`poisson:1000:12345`, '' when none were kept). Rows of
+# different draws add up for their plain statistics, but their replicate sums do not: the sum
+# is labelled MIXED and its replicate sums are null, so only intervals are refused there.
+RESAMPLING = "resampling"
+MIXED = "mixed"
+# Summed when rows are added up; min_refs / max_refs are a min and a max. The fingerprint is the
+# sum of the scored segments' hashes (low 32 bits): two groups over the same segments have the
+# same one, so paired tests can check that a system and its baseline cover the same segments.
+COUNTS = ("n_segments", "n_rejected", "n_reference_segments", "segment_fingerprint")
 REFS = ("min_refs", "max_refs")
-# Null on the plain sums; r on the sums weighted by bootstrap replicate r's hashed weights, t on
-# the sums over the segments approximate-randomization trial t swaps (poisson method).
-SAMPLES = ("replicate", "trial")
+# Per group, the sums weighted by each bootstrap replicate's hashed weights, and the sums over
+# the segments each approximate-randomization trial swaps (poisson method): B x width integers.
+REPLICATE_SUMS, TRIAL_SUMS = SAMPLES = ("replicate_sums", "trial_sums")
 
 _TYPES = {"metric": pa.string(), "format_version": pa.int32(), "sacrebleu_version": pa.string(),
           "tokenize": pa.string(), "tokenizer_signature": pa.string(), "lowercase": pa.bool_(),
-          "max_ngram_order": pa.int32(), "resampling": pa.string(),
-          "replicate": pa.int32(), "trial": pa.int32(), "n_segments": pa.int64(), "n_rejected": pa.int64(),
-          "n_reference_segments": pa.int64(), "min_refs": pa.int32(), "max_refs": pa.int32()}
+          "max_ngram_order": pa.int32(), RESAMPLING: pa.string(),
+          REPLICATE_SUMS: pa.list_(pa.int64()), TRIAL_SUMS: pa.list_(pa.int64()),
+          "n_segments": pa.int64(), "n_rejected": pa.int64(), "n_reference_segments": pa.int64(),
+          "segment_fingerprint": pa.int64(), "min_refs": pa.int32(), "max_refs": pa.int32()}
+FINGERPRINT_MASK = 0xFFFFFFFF
 
 
 def stat_columns(table: pa.Table) -> list:
@@ -56,7 +73,7 @@ def _all_stat_names(table: pa.Table) -> set:
 
 def value_columns(table: pa.Table) -> list:
     """Every column that is not a group column."""
-    return [*MEASUREMENT, *SAMPLES, *COUNTS, *REFS, *stat_columns(table)]
+    return [*MEASUREMENT, RESAMPLING, *COUNTS, *REFS, *stat_columns(table), *SAMPLES]
 
 
 def group_columns_of(table: pa.Table) -> list:
@@ -79,7 +96,7 @@ def measurement_columns(n_rows: int, tokenize: pa.Array, tokenizer_signature: pa
             "tokenizer_signature": tokenizer_signature.cast(pa.string()),
             "lowercase": constant("lowercase", lowercase),
             "max_ngram_order": constant("max_ngram_order", max_ngram_order),
-            "resampling": constant("resampling", resampling)}
+            RESAMPLING: constant(RESAMPLING, resampling)}
 
 
 def build(groups: Mapping[str, pa.Array], measurement: Mapping[str, pa.Array],
@@ -87,33 +104,99 @@ def build(groups: Mapping[str, pa.Array], measurement: Mapping[str, pa.Array],
           samples: Optional[Mapping[str, pa.Array]] = None) -> pa.Table:
     """A statistics table from its parts, in the documented column order and types."""
     columns = dict(groups)
-    columns.update({name: measurement[name].cast(_TYPES[name]) for name in MEASUREMENT})
+    columns.update({name: measurement[name].cast(_TYPES[name]) for name in (*MEASUREMENT, RESAMPLING)})
     n = len(next(iter(measurement.values())))
-    columns.update({name: (samples or {}).get(name, pa.nulls(n, _TYPES[name])).cast(_TYPES[name])
-                    for name in SAMPLES})
-    columns.update({name: counts[name].cast(_TYPES[name]) for name in (*COUNTS, *REFS)})
+    columns.update({name: counts.get(name, pa.nulls(n)).cast(_TYPES[name]) for name in (*COUNTS, *REFS)})
     columns.update({name: values.cast(pa.int64()) for name, values in stats.items()})
+    columns.update({name: (samples or {}).get(name, pa.nulls(n)).cast(_TYPES[name]) for name in SAMPLES})
     return pa.table(columns)
 
 
 def summed(table: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """Rows with equal `keys` added up: counts and statistics summed, min_refs a min, max_refs a
-    max. Null keys form their own group, as in SQL's GROUP BY."""
-    keys = [*keys, *(c for c in SAMPLES if c not in keys)]
-    ops = [(c, "sum") for c in (*COUNTS, *stat_columns(table))]
-    ops += [("min_refs", "min"), ("max_refs", "max")]
-    # n_reference_segments is null when segments had no keys: keep it null, not 0.
-    merged = table.group_by(list(keys), use_threads=False).aggregate(
-        ops + [("n_reference_segments", "count")])
-    columns = {k: merged[k] for k in keys}
-    for name, op in ops:
-        columns[name] = merged[f"{name}_{op}"]
-    known = pc.greater(merged["n_reference_segments_count"], 0)
-    columns["n_reference_segments"] = pc.if_else(known, columns["n_reference_segments"],
-                                                 pa.scalar(None, pa.int64()))
+    """Rows with equal `keys` added up (`add_up`), in the documented column order."""
+    merged = add_up(table, keys)
     order = [*keys, *[c for c in value_columns(table) if c not in keys]]
-    return pa.table({c: columns[c] for c in order})
+    return merged.select([c for c in order if c in merged.column_names])
 
+
+def add_up(table: pa.Table, keys: Sequence[str]) -> pa.Table:
+    """Rows with equal `keys` as one row, keys first, the other columns in their order: counts
+    and statistics summed (null when every row is null), min_refs a min, max_refs a max, the
+    resampling labels kept when they agree (else MIXED), replicate and trial sums added
+    element-wise; other columns (group columns not in `keys`) left out. Null keys form their own
+    group, as in SQL's GROUP BY."""
+    keys = list(keys)
+    known = {*_COMBINE, *COUNTS, *_all_stat_names(table)}
+    values = [c for c in table.column_names if c not in keys and c in known]
+    kind = {c: _COMBINE.get(c, "sum") for c in values}
+    ops = [(c, op) for c in values for op in
+           (("min", "max") if kind[c] == "label" else () if kind[c] == "lists" else (kind[c],))]
+    rows = table.append_column("_row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    merged = rows.group_by(keys, use_threads=False).aggregate([*ops, ("_row", "list")])
+    columns = {k: merged[k] for k in keys}
+    agree = pa.array(np.ones(merged.num_rows, bool))
+    if RESAMPLING in kind:
+        low, high = merged[f"{RESAMPLING}_min"], merged[f"{RESAMPLING}_max"]
+        agree = pc.fill_null(pc.equal(low, high), True)
+        columns[RESAMPLING] = pc.if_else(agree, low, pa.scalar(MIXED))
+    groups = merged["_row_list"].combine_chunks()
+    for c in values:
+        if kind[c] == "lists":
+            columns[c] = summed_lists(table[c], groups, agree)
+        elif kind[c] != "label":
+            columns[c] = merged[f"{c}_{kind[c]}"]
+    return pa.table({c: columns[c] for c in [*keys, *values]})
+
+
+_COMBINE = {"min_refs": "min", "max_refs": "max", RESAMPLING: "label",
+            REPLICATE_SUMS: "lists", TRIAL_SUMS: "lists"}
+
+
+def summed_lists(column, groups: pa.ListArray, agree: pa.Array) -> pa.ChunkedArray:
+    """Element-wise sums of the integer lists of each group's rows (`groups`: row indices per
+    group); null where no row has one, or where the rows' draws differ (`agree` false)."""
+    lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    present = lists.is_valid().to_numpy(zero_copy_only=False)
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy()
+    widths = set(lengths[present].tolist())
+    if len(widths) > 1:
+        raise IncompatibleStatisticsError(
+            f"replicate sums of different lengths ({', '.join(map(str, sorted(widths)))}) in one "
+            f"table: rows of other max n-gram orders or draws; select one with --where")
+    width = widths.pop() if widths else 0
+    matrix = np.zeros((len(lists), width), np.int64)
+    if width:
+        matrix[present] = pc.list_flatten(lists).to_numpy(zero_copy_only=False).reshape(-1, width)
+    order = pc.list_flatten(groups).to_numpy()
+    if not len(order):
+        return list_column(matrix[:0], present[:0])
+    starts = groups.offsets.to_numpy()[:-1]
+    sums = np.add.reduceat(matrix[order], starts, axis=0)
+    any_present = np.add.reduceat(present[order].astype(np.int64), starts) > 0
+    return list_column(sums, any_present & agree.to_numpy(zero_copy_only=False))
+
+
+def list_column(matrix: np.ndarray, keep: np.ndarray) -> pa.ChunkedArray:
+    """Row i of `matrix` as a list where `keep[i]`, else null; in chunks whose values fit the
+    32-bit offsets of a list array (Spark reads lists, not large lists)."""
+    width = max(matrix.shape[1], 1)
+    step = max(1, (2 ** 31 - 1) // width)
+    chunks = []
+    for start in range(0, max(len(matrix), 1), step):
+        part, kept = matrix[start:start + step], keep[start:start + step]
+        offsets = np.concatenate([[0], np.cumsum(np.where(kept, matrix.shape[1], 0))])
+        chunks.append(pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
+                                               pa.array(part[kept].ravel(), pa.int64()),
+                                               mask=pa.array(~kept)))
+    return pa.chunked_array(chunks, pa.list_(pa.int64()))
+
+
+def sample_matrix(table: pa.Table, column: str, row: int, width: int) -> Optional[np.ndarray]:
+    """Row `row`'s replicate or trial sums as a (samples, width) int64 matrix, or None."""
+    value = table[column][row]
+    if not value.is_valid:
+        return None
+    return value.values.to_numpy(zero_copy_only=False).reshape(-1, width)
 
 
 def read(path: str, where: Optional[str] = None) -> pa.Table:
@@ -148,11 +231,54 @@ def read(path: str, where: Optional[str] = None) -> pa.Table:
                            partitioning=partitioning).to_table()
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"statistics at {path} are not readable Parquet: {exc}") from None
-    missing = [c for c in (*MEASUREMENT, *SAMPLES, *COUNTS, *REFS) if c not in table.column_names]
+    missing = [c for c in (*MEASUREMENT, RESAMPLING, *COUNTS[:3], *REFS) if c not in table.column_names]
     if missing:
         raise InputNotFoundError(f"{path} is not a bleu-spark statistics table (no column "
                                  f"{', '.join(missing)})")
+    table = upgraded(table)
     return filtered(table, where) if where else table
+
+
+# Format 1 kept a row per replicate and per trial (columns `replicate`, `trial`: their index,
+# null on the plain sums) and had no segment fingerprint.
+FORMAT_1_SAMPLES = ("replicate", "trial")
+
+
+def upgraded(table: pa.Table) -> pa.Table:
+    """Statistics of format 1 in this format: each group's replicate rows packed into its
+    row's replicate sums (in replicate order), the columns it lacked null."""
+    n = table.num_rows
+    for name in ("segment_fingerprint", *SAMPLES):
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(n, _TYPES[name]))
+    if not set(FORMAT_1_SAMPLES) <= set(table.column_names):
+        return table
+    plain = pc.and_(pc.is_null(table["replicate"]), pc.is_null(table["trial"]))
+    replicates = table.filter(pc.is_valid(table["replicate"])).sort_by("replicate")
+    table = table.filter(plain).drop_columns(list(FORMAT_1_SAMPLES))
+    table = table.set_column(table.schema.get_field_index("format_version"), "format_version",
+                             pa.repeat(pa.scalar(FORMAT_VERSION, pa.int32()), table.num_rows))
+    if not replicates.num_rows:
+        return table
+    keys = [c for c in group_columns_of(table) if c != "format_version"]
+    keys = [*keys, *(c for c in (*MEASUREMENT, RESAMPLING) if c != "format_version")]
+    names = stat_columns(table)
+    both = pa.concat_tables([table.select(keys).append_column("_rep", pa.nulls(table.num_rows, pa.bool_())),
+                             replicates.select(keys).append_column("_rep", pa.repeat(True, replicates.num_rows))])
+    matrix = np.column_stack([pc.fill_null(replicates[c], 0).to_numpy() for c in names])
+    rows = both.append_column("_row", pa.array(np.arange(both.num_rows))).group_by(keys, use_threads=False) \
+        .aggregate([("_row", "list")])["_row_list"].to_pylist()
+    packed = [None] * table.num_rows
+    for members in rows:
+        own = [r for r in members if r < table.num_rows]
+        reps = [r - table.num_rows for r in members if r >= table.num_rows]
+        for r in own:
+            packed[r] = matrix[reps].reshape(-1) if reps else None
+    keep = np.array([p is not None for p in packed], bool)
+    width = max((p.size for p in packed if p is not None), default=0)
+    values = np.array([p if p is not None else np.zeros(width, np.int64) for p in packed]).reshape(-1, width)
+    index = table.schema.get_field_index(REPLICATE_SUMS)
+    return table.set_column(index, REPLICATE_SUMS, list_column(values, keep))
 
 
 def filtered(table: pa.Table, where: str) -> pa.Table:

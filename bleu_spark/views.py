@@ -41,12 +41,22 @@ DASHBOARD_FIELDS = ("metric", "score", "n_segments", "n_rejected", "n_reference_
                     "coverage", "signature", "tokenize", "ci_low", "ci_high", "run_id", "run_time")
 # Names the job writes next to group columns: a group column may not be called one of them.
 RESERVED = frozenset([GROUPING, *SCORE_TYPES, *DASHBOARD_FIELDS, *statstable.MEASUREMENT,
-                      *statstable.COUNTS, *statstable.REFS, *statstable.SAMPLES, SEGMENT_ORDER,
+                      statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
+                      *statstable.SAMPLES, *statstable.FORMAT_1_SAMPLES, SEGMENT_ORDER,
                       *(set(PAIRED_TYPES) - {"system"}), "method", "reason"])
 
 
-def label(grouping_set: GroupingSet) -> str:
-    return ",".join(grouping_set)
+def label(grouping_set: GroupingSet, implicit: Sequence[str] = ()) -> str:
+    """A grouping set's name, the same whatever order its columns were given in: its columns
+    sorted, without the `implicit` ones (the output's partition columns, which every set of a
+    partitioned run holds: a dashboard query names the grouping it asked for)."""
+    return ",".join(sorted(c for c in grouping_set if c not in implicit))
+
+
+def distinct_sets(sets) -> List[GroupingSet]:
+    """Grouping sets without repeats, a set given twice in two orders counted once."""
+    sets = [tuple(dict.fromkeys(s)) for s in sets]
+    return list({frozenset(s): s for s in reversed(sets)}.values())[::-1]
 
 
 def check_group_names(columns: Sequence[str]) -> None:
@@ -63,42 +73,30 @@ def scoring_config(config: BleuConfig) -> BleuConfig:
     return dataclasses.replace(config, tokenize=AUTO, spm_model=None)
 
 
-def plain_sums(stats: pa.Table) -> pa.Table:
-    """The plain summed statistics (not the replicate or trial sums)."""
-    return stats.filter(pc.and_(pc.is_null(stats["replicate"]), pc.is_null(stats["trial"])))
-
-
-def _samples(stats: pa.Table, kind: str, keys) -> dict:
-    """Group key -> (samples x statistics) matrix of the `kind` ("replicate"/"trial") sums."""
-    rows = stats.filter(pc.is_valid(stats[kind]))
-    if not rows.num_rows:
-        return {}
-    sums = statstable.summed(rows, keys)
-    names = statstable.stat_columns(stats)
-    matrices: dict = {}
-    for row in sums.to_pylist():
-        matrices.setdefault(tuple(row[k] for k in keys), {})[row[kind]] = [row[n] for n in names]
-    return {key: np.array([by_index[i] for i in sorted(by_index)], np.int64)
-            for key, by_index in matrices.items()}
+def _summed(stats: pa.Table, keys) -> Tuple[pa.Table, pa.Table]:
+    """The sums per key, and the same without the replicate and trial sums: the rows read as
+    Python values (the packed sums are read per group as matrices, never as Python lists)."""
+    sums = statstable.summed(stats, keys)
+    return sums, sums.drop_columns(list(statstable.SAMPLES))
 
 
 def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
                resampling: Optional[bootstrap.Resampling] = None,
-               segments: Optional[pa.Table] = None) -> List[dict]:
+               segments: Optional[pa.Table] = None, implicit: Sequence[str] = ()) -> List[dict]:
     """One score row per group of every grouping set, in set order, each set sorted by its
     columns. Every column of any set is in every row (None where a set does not group by it).
     With `resampling.confidence`, each row also has its interval: from the replicate sums in
-    `stats` (poisson), or from `segments`, every segment's statistics (sacrebleu)."""
+    `stats` (poisson), or from `segments`, every segment's statistics (sacrebleu). `implicit`:
+    the output's partition columns, left out of the grouping labels."""
     all_cols = list(dict.fromkeys(c for s in sets for c in s))
-    plain = plain_sums(stats)
     rows = []
     for grouping_set in sets:
-        keys = [*grouping_set, *statstable.MEASUREMENT]
-        sums = statstable.summed(plain, keys)
-        _check_one_measurement(sums, grouping_set)
-        scored = [_score_row(r, grouping_set, all_cols, config) for r in sums.to_pylist()]
+        sums, plain = _summed(stats, [*grouping_set, *statstable.MEASUREMENT])
+        groups = plain.to_pylist()
+        _check_one_measurement(groups, grouping_set)
+        scored = [_score_row(r, grouping_set, all_cols, config, implicit) for r in groups]
         if resampling is not None and resampling.confidence:
-            _add_intervals(scored, sums, stats, segments, grouping_set, config, resampling)
+            _add_intervals(scored, groups, sums, segments, grouping_set, config, resampling)
         scored.sort(key=lambda r: tuple((r[c] is not None, r[c]) for c in grouping_set))
         rows.extend(scored)
     return rows
@@ -110,18 +108,23 @@ def measured_config(config: BleuConfig, sums: dict) -> BleuConfig:
                                max_ngram_order=sums["max_ngram_order"])
 
 
-def _add_intervals(rows: List[dict], sums: pa.Table, stats: pa.Table, segments, grouping_set,
+# A bootstrap over fewer segments says nothing of the corpus: with one segment, every resample
+# is that segment scaled (the same score) or nothing (0), an interval of [0, score].
+MIN_INTERVAL_SEGMENTS = 2
+
+
+def _add_intervals(rows: List[dict], groups: List[dict], sums: pa.Table, segments, grouping_set,
                    config: BleuConfig, resampling: bootstrap.Resampling) -> None:
-    keys = [*grouping_set, *statstable.MEASUREMENT]
-    replicates = _samples(stats, "replicate", keys) if resampling.method == bootstrap.POISSON else {}
-    for row, group in zip(rows, sums.to_pylist()):
-        if not row["n_segments"]:
+    poisson = resampling.method == bootstrap.POISSON
+    for index, (row, group) in enumerate(zip(rows, groups)):
+        if not row["n_segments"] or (poisson and row["n_segments"] < MIN_INTERVAL_SEGMENTS):
+            row.update(dict.fromkeys(INTERVAL_FIELDS))
             continue
         measured = measured_config(config, group)
-        key = tuple(group[k] for k in keys)
-        if resampling.method == bootstrap.POISSON:
+        if poisson:
+            replicates = _sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set)
             interval = bootstrap.poisson_interval(
-                row["score"], bootstrap.scores_of_sums(replicates[key], measured), resampling.seed)
+                row["score"], bootstrap.scores_of_sums(replicates, measured), resampling.seed)
         else:
             interval = bootstrap.sacrebleu_interval(
                 segment_matrix(segments, grouping_set, group), measured,
@@ -130,6 +133,18 @@ def _add_intervals(rows: List[dict], sums: pa.Table, stats: pa.Table, segments, 
         fields = bootstrap.bootstrap_signature(resampling.method, resampling.n_bootstrap,
                                                resampling.seed)
         row["signature"] = bootstrap.with_bootstrap_fields(row["signature"], fields)
+
+
+def _sample_matrix(sums: pa.Table, column: str, index: int, group: dict, grouping_set) -> np.ndarray:
+    """A group's replicate or trial sums as a (samples, width) matrix; a clear error when its
+    rows hold none, or sums of different draws."""
+    matrix = statstable.sample_matrix(sums, column, index, len(stats_names(group["max_ngram_order"])))
+    if matrix is None:
+        where = ", ".join(f"{c}={group[c]}" for c in grouping_set) or "the whole table"
+        raise UsageError(f"group {where} holds no {column.replace('_', ' ')} of one draw "
+                         f"(resampling: {group[statstable.RESAMPLING] or 'none'}): score it with "
+                         f"--confidence, or select rows of one draw with --where")
+    return matrix
 
 
 def segment_matrix(segments: pa.Table, grouping_set: GroupingSet, group: dict) -> np.ndarray:
@@ -145,11 +160,11 @@ def segment_matrix(segments: pa.Table, grouping_set: GroupingSet, group: dict) -
     return np.column_stack([rows[n].to_numpy() for n in names]).astype(np.int64)
 
 
-def _check_one_measurement(sums: pa.Table, grouping_set: GroupingSet) -> None:
+def _check_one_measurement(sums: List[dict], grouping_set: GroupingSet) -> None:
     """Statistics measured differently (another tokenizer, case, max order, version) never add
     up: `sums` has a row per group and measurement, so a group with two rows is refused."""
     seen = {}
-    for row in sums.to_pylist():
+    for row in sums:
         key = tuple(row[c] for c in grouping_set)
         if key not in seen:
             seen[key] = row
@@ -167,9 +182,10 @@ def _check_one_measurement(sums: pa.Table, grouping_set: GroupingSet) -> None:
             f"aggregate them separately")
 
 
-def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: BleuConfig) -> dict:
+def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: BleuConfig,
+               implicit: Sequence[str] = ()) -> dict:
     row = {c: sums.get(c) if c in grouping_set else None for c in all_cols}
-    row[GROUPING] = label(grouping_set)
+    row[GROUPING] = label(grouping_set, implicit)
     if sums["n_segments"]:
         order = sums["max_ngram_order"]
         measured = dataclasses.replace(scoring_config(config), lowercase=sums["lowercase"],
@@ -198,15 +214,13 @@ def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig
         raise UsageError(f"paired tests compare systems: {system_col} must be a group column")
     others = [c for c in grouping_set if c != system_col]
     keys = [*grouping_set, *statstable.MEASUREMENT]
-    sums = statstable.summed(plain_sums(stats), keys)
-    _check_one_measurement(sums, grouping_set)
-    poisson = resampling.method == bootstrap.POISSON
-    replicates = _samples(stats, "replicate", keys) if poisson and resampling.paired_bs else {}
-    trials = _samples(stats, "trial", keys) if poisson and resampling.paired_ar else {}
-    names = statstable.stat_columns(stats)
+    sums, plain = _summed(stats, keys)
+    groups = plain.to_pylist()
+    _check_one_measurement(groups, grouping_set)
     by_comparison: dict = {}
-    for row in sums.to_pylist():
+    for index, row in enumerate(groups):
         if row["n_segments"]:
+            row["_index"] = index
             by_comparison.setdefault(tuple(row[c] for c in others), {})[row[system_col]] = row
     results, warnings = [], []
     for comparison, systems in sorted(by_comparison.items(), key=lambda kv: str(kv[0])):
@@ -220,32 +234,49 @@ def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig
         for system, row in sorted(systems.items(), key=lambda kv: str(kv[0])):
             if system == resampling.baseline:
                 continue
-            tests = _paired(base, row, keys, names, config, resampling, segments, grouping_set,
-                            replicates, trials)
+            tests = _paired(base, row, sums, config, resampling, segments, grouping_set)
             results += [{**where, "system": system, "baseline": resampling.baseline, **t}
                         for t in tests]
     return results, warnings
 
 
-def _paired(base: dict, row: dict, keys, names, config, resampling, segments, grouping_set,
-            replicates, trials) -> List[dict]:
+def _check_same_segments(base: dict, row: dict, grouping_set) -> None:
+    """Paired tests compare two systems on the same segments: replicate sums of different
+    segment sets would compare different test sets (the fingerprint sums the segments' hashes)."""
+    same = (base["n_segments"] == row["n_segments"]
+            and base["segment_fingerprint"] == row["segment_fingerprint"])
+    if not same:
+        where = ", ".join(f"{c}={row[c]}" for c in grouping_set)
+        raise UsageError(f"{where} covers other segments than its baseline ({row['n_segments']} "
+                         f"vs {base['n_segments']} segments): paired tests need the same segments; "
+                         f"select the shared ones, or score with --segment-key")
+
+
+def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
+            grouping_set) -> List[dict]:
     measured = measured_config(config, row)
-    key = lambda r: tuple(r[k] for k in keys)
+    names = stats_names(row["max_ngram_order"])
     vector = lambda r: np.array([r[n] for n in names], np.int64)
+    samples = lambda r, column: _sample_matrix(sums, column, r["_index"], r, grouping_set)
+    poisson = resampling.method == bootstrap.POISSON
+    if poisson:
+        _check_same_segments(base, row, grouping_set)
     done = []
     if resampling.paired_bs:
-        if resampling.method == bootstrap.POISSON:
-            result = bootstrap.poisson_paired_bs(vector(base), replicates[key(base)], vector(row),
-                                                 replicates[key(row)], measured)
+        if poisson:
+            result = bootstrap.poisson_paired_bs(
+                vector(base), samples(base, statstable.REPLICATE_SUMS), vector(row),
+                samples(row, statstable.REPLICATE_SUMS), measured)
         else:
             result = bootstrap.sacrebleu_paired_bs(
                 segment_matrix(segments, grouping_set, base), segment_matrix(segments, grouping_set, row),
                 measured, resampling.n_bootstrap, resampling.seed)
         done.append({**result.to_dict(), "test": bootstrap.PAIRED_BS})
     if resampling.paired_ar:
-        if resampling.method == bootstrap.POISSON:
-            result = bootstrap.poisson_paired_ar(vector(base), vector(row), trials[key(base)],
-                                                 trials[key(row)], measured)
+        if poisson:
+            result = bootstrap.poisson_paired_ar(
+                vector(base), vector(row), samples(base, statstable.TRIAL_SUMS),
+                samples(row, statstable.TRIAL_SUMS), measured)
         else:
             result = bootstrap.sacrebleu_paired_ar(
                 segment_matrix(segments, grouping_set, base), segment_matrix(segments, grouping_set, row),
@@ -332,7 +363,9 @@ def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[Grou
     partitioned folder's report is drawn after the commit, over all its partitions. The trial
     sums of approximate randomization are not kept: they serve this run's paired tests only."""
     fields = group_fields(stats, sets)
-    output.write_table("stats", stats.filter(pc.is_null(stats["trial"])))
+    trials = stats.schema.get_field_index(statstable.TRIAL_SUMS)
+    output.write_table("stats", stats.set_column(trials, statstable.TRIAL_SUMS,
+                                                 pa.nulls(stats.num_rows, stats[trials].type)))
     output.write_table("scores", scores_table(scores, fields))
     output.write_table("dashboard", dashboard_table(scores, fields, run["run_id"], run["run_time"]))
     output.write_json("scores.json", scores)

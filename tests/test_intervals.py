@@ -120,3 +120,76 @@ def test_poisson_agrees_with_sacrebleu_on_the_sample(spark, tmp_path):
     far = [k for k, p in p_theirs.items() if not 0.01 <= p <= 0.2]
     assert len(far) >= 5
     assert all((p_ours[k] < 0.05) == (p_theirs[k] < 0.05) for k in far)
+
+
+def format_1(stats):
+    """A statistics table as format 1 wrote it: a row per replicate, in `replicate` order."""
+    import numpy as np
+    import pyarrow as pa
+
+    from bleu_spark import statstable
+
+    names = statstable.stat_columns(stats)
+    groups = statstable.group_columns_of(stats)
+    plain = stats.drop_columns(["segment_fingerprint", *statstable.SAMPLES])
+    plain = plain.set_column(plain.schema.get_field_index("format_version"), "format_version",
+                             pa.repeat(pa.scalar(1, pa.int32()), plain.num_rows))
+    rows = []
+    for row, sums in zip(plain.to_pylist(), stats[statstable.REPLICATE_SUMS].to_pylist()):
+        rows.append({**row, "replicate": None, "trial": None})
+        for index, values in enumerate(np.array(sums or [], np.int64).reshape(-1, len(names))):
+            rows.append({**{c: row[c] for c in (*groups, *statstable.MEASUREMENT, "resampling")},
+                         "replicate": index, "trial": None, "n_segments": 0, "n_rejected": 0,
+                         "n_reference_segments": None, "min_refs": None, "max_refs": None,
+                         **dict(zip(names, values.tolist()))})
+    schema = plain.schema.append(pa.field("replicate", pa.int32())).append(pa.field("trial", pa.int32()))
+    return pa.Table.from_pylist(rows, schema)
+
+
+def test_replicate_sums_of_format_1_and_of_other_draws(spark, tmp_path):
+    """Saved by an earlier version (a row per replicate), the intervals are the same; a day
+    scored without --confidence adds up for scores, and is refused, by name, for intervals."""
+    from bleu_spark.errors import UsageError
+
+    table = generated_week(random.Random(9), days=3)
+    out = tmp_path / "daily"
+    for date in sorted(set(table["run_date"].to_pylist())):
+        path = str(tmp_path / f"day-{date}.parquet")
+        pq.write_table(table.filter(pc.equal(table["run_date"], date)), path)
+        confidence = Resampling(confidence=True, n_bootstrap=50, seed=3) if date != "2026-01-03" else Resampling()
+        run_job(spark, JobOptions(input=path, output=str(out), partition_by=("run_date",),
+                                  resampling=confidence, progress_seconds=0))
+    options = dict(stats=str(out), group_by=("langpair", "system"))
+    two_days = dict(options, where="run_date < '2026-01-03'")
+    saved = run_aggregate(AggregateOptions(**two_days, confidence=True))
+    assert all(r["ci_low"] <= r["score"] <= r["ci_high"] for r in saved.scores)
+    with pytest.raises(UsageError, match="different draws, or rows without any"):
+        run_aggregate(AggregateOptions(**options, confidence=True))
+    plain = run_aggregate(AggregateOptions(**options)).scores
+    assert sum(r["n_segments"] for r in plain) == table.num_rows
+
+    old = tmp_path / "format1.parquet"
+    pq.write_table(format_1(saved.stats), old)
+    upgraded = run_aggregate(AggregateOptions(stats=str(old), group_by=("langpair", "system"),
+                                              confidence=True)).scores
+    key = lambda rows: {(r["langpair"], r["system"]): tuple(r[f] for f in (*INTERVAL, "score", "signature"))
+                        for r in rows}
+    assert key(upgraded) == key(saved.scores)
+
+
+def test_poisson_draws_no_interval_over_one_segment_and_pairs_only_equal_segments(spark, tmp_path):
+    from bleu_spark.errors import UsageError
+
+    sample = spark.read.parquet(SAMPLE).where("seg_id < 30 and langpair = 'de-en'")
+    one = sample.where("seg_id = 0 or system = 'Online-B'")  # one segment for every other system
+    scores = score_dataframe(one, segment_key=SEGMENT_KEY, resampling=Resampling(confidence=True))
+    assert {r["n_segments"] for r in scores if r["system"] != "Online-B"} == {1}
+    assert all(r["ci_low"] is None and r["bs_mean"] is None for r in scores if r["n_segments"] == 1)
+    assert all(r["ci_low"] is not None for r in scores if r["n_segments"] > 1)
+    paired = Resampling(paired_bs=True, paired_ar=True, baseline="Online-B", n_ar_trials=100)
+    sample.write.parquet(str(tmp_path / "same"))
+    sample.where("seg_id >= 10 or system = 'Online-B'").write.parquet(str(tmp_path / "fewer"))
+    with pytest.raises(UsageError, match="covers other segments than its baseline"):
+        run_job(spark, JobOptions(input=str(tmp_path / "fewer"), resampling=paired, progress_seconds=0))
+    same = run_job(spark, JobOptions(input=str(tmp_path / "same"), resampling=paired, progress_seconds=0))
+    assert len(same.paired) == 2 * (len(same.scores) - 1)

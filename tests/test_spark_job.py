@@ -157,5 +157,6 @@ def test_a_long_partition_is_merged_on_the_way_without_changing_its_sums(replica
     merged = pa.Table.from_batches(list(partition.partial_sums(plan)(iter(batches))))
     whole = pa.Table.from_batches(list(partition.partial_sums(plan)(iter(table.to_batches()))))
     assert len(batches) > partition._PartitionSums.MERGE_EVERY
-    assert merged.num_rows == 1 + replicates
-    assert merged.sort_by("replicate").to_pylist() == whole.sort_by("replicate").to_pylist()
+    assert merged.num_rows == 1
+    assert len(merged["replicate_sums"][0].values or []) == replicates * 10
+    assert merged.to_pylist() == whole.to_pylist()

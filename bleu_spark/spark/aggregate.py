@@ -33,17 +33,29 @@ def read_stats(spark: SparkSession, path: str, where=None) -> pa.Table:
             raise UsageError(f"bad --where predicate {where!r}: "
                              f"{str(exc).splitlines()[0]}") from None
     columns = frame.columns
-    missing = [c for c in (*statstable.MEASUREMENT, *statstable.COUNTS) if c not in columns]
+    missing = [c for c in (*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS)
+               if c not in columns]
     if missing:
         raise InputNotFoundError(f"{path} is not a bleu-spark statistics table (no column "
                                  f"{', '.join(missing)})")
-    stats = [c for c in columns if c.startswith(("sys_len", "ref_len", "correct_", "total_"))]
-    values = {*statstable.MEASUREMENT, *statstable.COUNTS, *statstable.REFS, *stats}
-    keys = [c for c in columns if c not in values] + list(statstable.MEASUREMENT)
-    summed = frame.groupBy(*keys).agg(
-        *[F.sum(c).alias(c) for c in (*statstable.COUNTS, *stats)],
-        F.min("min_refs").alias("min_refs"), F.max("max_refs").alias("max_refs"))
+    values = {*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
+              *statstable.SAMPLES}
+    stats = [c for c in columns if c not in values and c.startswith(("sys_len", "ref_len", "correct_", "total_"))]
+    keys = [c for c in columns if c not in values and c not in stats] + list(statstable.MEASUREMENT)
+    # Rows of a key meet in one task and are added up there as `score` adds them (replicate sums
+    # are lists Spark SQL cannot add element-wise): what reaches the driver is a row per group.
+    summed = frame.repartition(*keys).mapInArrow(_adding_up(keys), frame.schema)
     return summed.toArrow()
+
+
+def _adding_up(keys):
+    def run(batches):
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if tables:
+            table = pa.concat_tables(tables)
+            yield from statstable.add_up(table, keys).select(table.column_names).to_batches()
+
+    return run
 
 
 def _spark_type(arrow_type: pa.DataType) -> str:

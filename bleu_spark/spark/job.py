@@ -27,8 +27,8 @@ from ..stats import stats_names
 from . import inputs, io
 from .progress import Progress
 from .scan import ArrowScan, arrow_scan
-from .stats import (MAX_REFS, MIN_REFS, N_SEGMENTS, REASON, REPLICATE, TOKENIZE, TRIAL,
-                    PartitionPlan, output_schema, partial_sums, rejected_rows, rejected_schema,
+from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
+                    merging, output_schema, partial_sums, rejected_rows, rejected_schema,
                     statistics_table)
 
 DEFAULT_GROUP_BY = ("system", "langpair")
@@ -105,7 +105,7 @@ def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...
 def grouping_sets(options: JobOptions, columns: Sequence[str]) -> List[views.GroupingSet]:
     """The grouping sets to score; each holds the partition columns, so a row is in one partition."""
     sets = options.grouping_sets if options.grouping_sets is not None else [group_columns(options, columns)]
-    return list(dict.fromkeys(tuple(dict.fromkeys([*s, *options.partition_by])) for s in sets))
+    return views.distinct_sets([*s, *options.partition_by] for s in sets)
 
 
 def measured_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...]:
@@ -152,11 +152,18 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
 def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> DataFrame:
     """One row per (group, tokenizer, reason) over the whole input: the only wide step."""
     narrow = df.select(*plan.read_columns)
-    partials = narrow.mapInArrow(partial_sums(plan, *accumulators), output_schema(plan, narrow.schema))
+    schema = output_schema(plan, narrow.schema)
+    partials = narrow.mapInArrow(partial_sums(plan, *accumulators), schema)
+    if plan.replicates or plan.trials:
+        # Replicate sums are lists Spark SQL cannot add element-wise: rows of a key meet in one
+        # task, where the partition function's own merge adds them up.
+        return partials.repartition(*plan.keys).mapInArrow(merging(plan), schema)
     stats = stats_names(plan.config.max_ngram_order)
-    return partials.groupBy(*plan.keys, REPLICATE, TRIAL).agg(
+    no_samples = [F.lit(None).cast("array<bigint>").alias(c) for c in statstable.SAMPLES]
+    return partials.groupBy(*plan.keys).agg(
         F.sum(N_SEGMENTS).alias(N_SEGMENTS), F.min(MIN_REFS).alias(MIN_REFS),
-        F.max(MAX_REFS).alias(MAX_REFS), *[F.sum(s).alias(s) for s in stats])
+        F.max(MAX_REFS).alias(MAX_REFS), F.sum(FINGERPRINT).alias(FINGERPRINT),
+        *[F.sum(s).alias(s) for s in stats], *no_samples)
 
 
 def score_dataframe(df: DataFrame, config: Optional[BleuConfig] = None,
@@ -246,13 +253,13 @@ class Measurement:
         shared = [c for c in self.plan.group_cols if c in self.input.segment_key]
         counts = {tuple(r[c] for c in shared): r["count"]
                   for r in self.input.reference_keys.groupBy(*shared).count().collect()}
-        rows = self.stats.to_pylist()
+        rows = self.stats.select([*self.plan.group_cols, "n_segments"]).to_pylist()
         expected = [counts.get(tuple(r[c] for c in shared)) for r in rows]
         index = self.stats.schema.get_field_index("n_reference_segments")
         self.stats = self.stats.set_column(index, "n_reference_segments", pa.array(expected, pa.int64()))
         warnings = []
         for row, n in zip(rows, expected):
-            if n and row["n_segments"] < n and row["replicate"] is None and row["trial"] is None:
+            if n and row["n_segments"] < n:
                 group = ", ".join(f"{c}={row[c]}" for c in self.plan.group_cols)
                 warnings.append(f"{group}: {row['n_segments']} of {n} segments scored "
                                 f"(coverage {100 * row['n_segments'] / n:.1f}%)")
@@ -320,7 +327,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             measurement.warnings += inputs.few_row_groups(layout["input_row_groups"], rows_read,
                                                           spark.sparkContext.defaultParallelism)
         scores = views.score_sets(measurement.stats, measurement.sets, options.config,
-                                  resampling, measurement.segments)
+                                  resampling, measurement.segments, options.partition_by)
         paired = None
         if resampling.paired_bs or resampling.paired_ar:
             paired, missing = views.paired_rows(measurement.stats, measurement.sets, options.config,
@@ -384,7 +391,7 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
                scores: List[dict], job_group: str, rows_read: int, run_id: str,
                input_bytes: Optional[int] = None) -> dict:
     """What run.json holds: the effective configuration, the row accounting, versions, tasks."""
-    n_scored = sum(views.plain_sums(measurement.stats)["n_segments"].to_pylist())
+    n_scored = pc.sum(measurement.stats["n_segments"]).as_py() or 0
     n_rejected = sum(measurement.rejected.values())
     if rows_read != n_scored + n_rejected:  # counted apart from the scoring pass: a bug if unequal
         raise RuntimeError(f"row accounting broken: read {rows_read}, scored {n_scored}, "
@@ -395,7 +402,7 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
         "input": options.input, "output": options.output, "references": options.references,
         "join_on": list(options.join_on), "segment_key": list(measurement.input.segment_key),
         "group_by": list(measurement.plan.group_cols),
-        "grouping_sets": [views.label(s) for s in measurement.sets],
+        "grouping_sets": [views.label(s, options.partition_by) for s in measurement.sets],
         "partition_by": list(options.partition_by),
         "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
                     "langpair": options.langpair_col},

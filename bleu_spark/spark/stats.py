@@ -26,7 +26,8 @@ REASON = "reason"
 N_SEGMENTS = "n_segments"
 MIN_REFS = "min_refs"
 MAX_REFS = "max_refs"
-REPLICATE, TRIAL = statstable.SAMPLES  # which replicate or trial sum a row is; null: plain sums
+FINGERPRINT = "segment_fingerprint"
+REPLICATE_SUMS, TRIAL_SUMS = statstable.SAMPLES  # B x width sums per row, null when not kept
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,17 @@ class PartitionPlan:
 def output_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.StructType:
     fields = [input_schema[c] for c in (*plan.group_cols, *plan.per_segment)]
     fields += [T.StructField(TOKENIZE, T.StringType()), T.StructField(REASON, T.StringType()),
-               T.StructField(REPLICATE, T.IntegerType()), T.StructField(TRIAL, T.IntegerType()),
                T.StructField(N_SEGMENTS, T.LongType()), T.StructField(MIN_REFS, T.IntegerType()),
-               T.StructField(MAX_REFS, T.IntegerType())]
+               T.StructField(MAX_REFS, T.IntegerType()), T.StructField(FINGERPRINT, T.LongType())]
     fields += [T.StructField(name, T.LongType()) for name in stats_names(plan.config.max_ngram_order)]
+    fields += [T.StructField(name, T.ArrayType(T.LongType())) for name in statstable.SAMPLES]
     return T.StructType(fields)
+
+
+def partial_columns(plan: PartitionPlan) -> list:
+    """The partition function's columns, in `output_schema`'s order (Spark takes them by position)."""
+    return [*plan.keys, N_SEGMENTS, MIN_REFS, MAX_REFS, FINGERPRINT,
+            *stats_names(plan.config.max_ngram_order), *statstable.SAMPLES]
 
 
 def _local_model(path: Optional[str]) -> Optional[str]:
@@ -95,21 +102,12 @@ def _tokenizer_names(batch: pa.RecordBatch, plan: PartitionPlan) -> pa.Array:
     return names.take(langpairs.indices)
 
 
-def _sums_by_key(table: pa.Table, keys) -> pa.Table:
-    """Rows of partial sums with equal keys merged into one (a few rows per batch)."""
-    keys = [*keys, *(c for c in (REPLICATE, TRIAL) if c in table.column_names)]
-    ops = {name: "sum" for name in table.column_names if name not in keys}
-    ops.update({MIN_REFS: "min", MAX_REFS: "max"})
-    merged = table.group_by(list(keys), use_threads=False).aggregate(list(ops.items()))
-    return pa.table([merged[c] for c in keys] + [merged[f"{c}_{op}"] for c, op in ops.items()],
-                    names=[*keys, *ops])
-
-
 def merged_sums(tables, plan: PartitionPlan) -> pa.Table:
     """Partial sums of several partitions as one table of the same columns: rows of equal keys
-    summed (their counts and statistics; the least and most references kept)."""
+    added up (`statstable.add_up`: counts, statistics and replicate sums summed, the least and
+    most references kept)."""
     table = pa.concat_tables(tables)
-    return _sums_by_key(table, plan.keys).select(table.column_names)
+    return statstable.add_up(table, plan.keys).select(table.column_names)
 
 
 class _PartitionSums:
@@ -147,26 +145,32 @@ class _PartitionSums:
         if self.samples:
             self.samples.add(batch, scored, names, stats)
         columns = [batch.column(c) for c in (*plan.group_cols, *plan.per_segment)] + [names, reasons]
-        columns += [pa.array(np.ones(batch.num_rows, np.int64)), pa.array(n_refs), pa.array(n_refs)]
+        columns += [pa.array(np.ones(batch.num_rows, np.int64)), pa.array(n_refs), pa.array(n_refs),
+                    self._fingerprints(batch)]
         columns += [pa.array(stats[:, i]) for i in range(stats.shape[1])]
-        table = pa.table(columns, names=[*self.keys, N_SEGMENTS, MIN_REFS, MAX_REFS, *stats_names(order)])
-        self.pending.append(_sums_by_key(table, self.keys))
+        table = pa.table(columns, names=[*self.keys, N_SEGMENTS, MIN_REFS, MAX_REFS, FINGERPRINT,
+                                         *stats_names(order)])
+        self.pending.append(statstable.add_up(table, self.keys))
         if len(self.pending) >= self.MERGE_EVERY:
             self.pending = [self._merged()]
+
+    def _fingerprints(self, batch: pa.RecordBatch) -> pa.Array:
+        """Each row's segment hash, low 32 bits (summed: the fingerprint of a group's segment
+        set); null without segment hashes."""
+        if not self.plan.segment_hash_col:
+            return pa.nulls(batch.num_rows, pa.int64())
+        hashes = batch.column(self.plan.segment_hash_col).to_numpy(zero_copy_only=False)
+        return pa.array(hashes.astype(np.int64) & statstable.FINGERPRINT_MASK)
 
     def _merged(self) -> pa.Table:
         return merged_sums(self.pending, self.plan)
 
     def result(self) -> pa.Table:
         plain = self._merged()
-        plain = plain.append_column(REPLICATE, pa.nulls(len(plain), pa.int32())) \
-                     .append_column(TRIAL, pa.nulls(len(plain), pa.int32()))
-        # in output_schema's order: Spark takes the columns by position
-        plain = plain.select([*self.keys, REPLICATE, TRIAL, N_SEGMENTS, MIN_REFS, MAX_REFS,
-                              *stats_names(self.plan.config.max_ngram_order)])
-        if not self.samples:
-            return plain
-        return pa.concat_tables([plain, self.samples.table(plain.schema)])
+        for name in statstable.SAMPLES:
+            sums = self.samples.sums[name] if self.samples else {}
+            plain = plain.append_column(name, _sample_lists(plain, self.plan, sums))
+        return plain.select(partial_columns(self.plan))
 
 
 class _SampleSums:
@@ -176,8 +180,7 @@ class _SampleSums:
 
     def __init__(self, plan: PartitionPlan):
         self.plan = plan
-        self.replicates: Dict[tuple, np.ndarray] = {}
-        self.trials: Dict[tuple, np.ndarray] = {}
+        self.sums: Dict[str, Dict[tuple, np.ndarray]] = {REPLICATE_SUMS: {}, TRIAL_SUMS: {}}
 
     def add(self, batch: pa.RecordBatch, scored: pa.Array, names: pa.Array, stats: np.ndarray) -> None:
         plan = self.plan
@@ -194,36 +197,10 @@ class _SampleSums:
             key = tuple(group[c] for c in (*plan.group_cols, TOKENIZE))
             if plan.replicates:
                 weights = bootstrap.poisson_weights(hashes[index], plan.seed, plan.replicates)
-                _add_into(self.replicates, key, bootstrap.replicate_sums(scored_stats[index], weights))
+                _add_into(self.sums[REPLICATE_SUMS], key, bootstrap.replicate_sums(scored_stats[index], weights))
             if plan.trials:
                 swaps = bootstrap.ar_swaps(hashes[index], plan.seed, plan.trials).view(np.uint8)
-                _add_into(self.trials, key, bootstrap.replicate_sums(scored_stats[index], swaps))
-
-    def table(self, schema: pa.Schema) -> pa.Table:
-        """One row per (group, replicate) and (group, trial), in the plain rows' schema."""
-        parts = [self._rows(sums, schema, kind) for kind, sums in
-                 ((REPLICATE, self.replicates), (TRIAL, self.trials)) if sums]
-        return pa.concat_tables(parts) if parts else schema.empty_table()
-
-    def _rows(self, sums: Dict[tuple, np.ndarray], schema: pa.Schema, kind: str) -> pa.Table:
-        plan = self.plan
-        keys = list(sums)
-        count = len(next(iter(sums.values())))
-        repeat = np.repeat(np.arange(len(keys)), count)
-        matrix = np.concatenate([sums[k] for k in keys])
-        columns = {}
-        for i, name in enumerate((*plan.group_cols, TOKENIZE)):
-            columns[name] = pa.array([k[i] for k in keys], schema.field(name).type).take(repeat)
-        n = len(repeat)
-        columns.update({c: pa.nulls(n, schema.field(c).type) for c in (*plan.per_segment, REASON)})
-        columns.update({N_SEGMENTS: pa.array(np.zeros(n, np.int64)), MIN_REFS: pa.nulls(n, pa.int32()),
-                        MAX_REFS: pa.nulls(n, pa.int32())})
-        for i, name in enumerate(stats_names(plan.config.max_ngram_order)):
-            columns[name] = pa.array(matrix[:, i])
-        index = pa.array(np.tile(np.arange(count, dtype=np.int32), len(keys)))
-        columns[REPLICATE] = index if kind == REPLICATE else pa.nulls(n, pa.int32())
-        columns[TRIAL] = index if kind == TRIAL else pa.nulls(n, pa.int32())
-        return pa.table({f.name: columns[f.name].cast(f.type) for f in schema})
+                _add_into(self.sums[TRIAL_SUMS], key, bootstrap.replicate_sums(scored_stats[index], swaps))
 
 
 def _add_into(sums: Dict[tuple, np.ndarray], key: tuple, values: np.ndarray) -> None:
@@ -231,6 +208,21 @@ def _add_into(sums: Dict[tuple, np.ndarray], key: tuple, values: np.ndarray) -> 
         sums[key] += values
     else:
         sums[key] = values.astype(np.int64)
+
+
+def _sample_lists(plain: pa.Table, plan: PartitionPlan, sums: Dict[tuple, np.ndarray]) -> pa.ChunkedArray:
+    """The sums of each plain row's group as one packed list (replicate-major), null for rows
+    of rejected rows or when none are kept."""
+    keys = zip(*(plain[c].to_pylist() for c in (*plan.group_cols, TOKENIZE)))
+    reasons = plain[REASON].is_null().to_numpy(zero_copy_only=False)
+    found = [sums.get(key) if scored else None for key, scored in zip(keys, reasons)]
+    keep = np.array([f is not None for f in found], bool)
+    size = next((f.size for f in found if f is not None), 0)
+    matrix = np.zeros((len(found), size), np.int64)
+    for i, values in enumerate(found):
+        if values is not None:
+            matrix[i] = values.reshape(-1)
+    return statstable.list_column(matrix, keep)
 
 
 def partial_sums(plan: PartitionPlan, rows_done=None, references_tokenized=None):
@@ -248,6 +240,17 @@ def partial_sums(plan: PartitionPlan, rows_done=None, references_tokenized=None)
             references_tokenized.add(sums.references_tokenized)
         if sums.pending:
             yield from sums.result().to_batches()  # Arrow's sum, min, max keep the types
+
+    return run
+
+
+def merging(plan: PartitionPlan):
+    """A `mapInArrow` function adding up the partial sums it gets, rows of equal keys as one."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if tables:
+            yield from merged_sums(tables, plan).to_batches()
 
     return run
 
@@ -286,7 +289,8 @@ def statistics_table(partials: pa.Table, plan: PartitionPlan, resampling: str = 
               "n_reference_segments": pa.nulls(len(partials), pa.int64()),
               # rejected rows have no references to count: null keeps them out of min and max
               MIN_REFS: pc.if_else(rejected, none, partials[MIN_REFS]),
-              MAX_REFS: pc.if_else(rejected, none, partials[MAX_REFS])}
+              MAX_REFS: pc.if_else(rejected, none, partials[MAX_REFS]),
+              FINGERPRINT: pc.if_else(rejected, pa.scalar(None, pa.int64()), partials[FINGERPRINT])}
     names = partials[TOKENIZE]
     signatures = {name: build_tokenizer(name, config.spm_model).signature()
                   for name in pc.unique(names).to_pylist()}
