@@ -14,7 +14,7 @@ import operator
 import re
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import Any, Mapping, Optional, Sequence, Tuple
+from typing import Any, Mapping, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,7 +23,7 @@ from .errors import UsageError
 
 GRAMMAR = ("columns, literals ('text', 12, 1.5, TRUE, FALSE, NULL, DATE 'YYYY-MM-DD'), "
            "= <> != < <= > >=, AND, OR, NOT, IN (...), BETWEEN, IS [NOT] NULL, [NOT] LIKE")
-_COMPARISONS = {"EQ": "=", "NEQ": "<>", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
+_COMPARISONS = {"EQ": "=", "NEQ": "<>", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}  # sqlglot's
 # Expressions and Spark Columns both overload these.
 OPERATORS = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
              ">": operator.gt, ">=": operator.ge}
@@ -103,7 +103,7 @@ def refuse(what: str) -> UsageError:
 
 def parse(text: str) -> Predicate:
     """The allowed tree of `text`, or a one-line UsageError naming what is not allowed."""
-    import sqlglot
+    import sqlglot   # here, not at the top: a third of a second, paid only with --where
     from sqlglot.errors import ParseError, TokenError
 
     if not text.strip():
@@ -115,8 +115,8 @@ def parse(text: str) -> Predicate:
         statements = dialect.parser().parse(tokens, text)
     except (ParseError, TokenError) as exc:
         # sqlglot's own message quotes the text around the error: give the place alone.
-        where = getattr(exc, "errors", None) or [{}]
-        at = f" (line {where[0].get('line', '?')}, column {where[0].get('col', '?')})" if where[0] else ""
+        first = (getattr(exc, "errors", None) or [{}])[0]
+        at = f" (line {first.get('line', '?')}, column {first.get('col', '?')})" if first else ""
         raise refuse(f"it does not parse{at}") from None
     if len(statements) != 1 or statements[0] is None:
         raise refuse("it is not one expression")
@@ -147,15 +147,16 @@ def _condition(node):
     """A node that yields true, false or null for a row."""
     from sqlglot import exp
 
-    name = type(node).__name__
+    comparisons = {getattr(exp, name): op for name, op in _COMPARISONS.items()}
     if isinstance(node, exp.Paren):
         return _condition(node.this)
     if isinstance(node, (exp.And, exp.Or)):
-        return Logic(name.lower(), _condition(node.this), _condition(node.expression))
+        op = "and" if isinstance(node, exp.And) else "or"
+        return Logic(op, _condition(node.this), _condition(node.expression))
     if isinstance(node, exp.Not):
         return Not(_condition(node.this))
-    if name in _COMPARISONS:
-        return Compare(_COMPARISONS[name], _operand(node.this), _operand(node.expression))
+    if type(node) in comparisons:
+        return Compare(comparisons[type(node)], _operand(node.this), _operand(node.expression))
     if isinstance(node, exp.In):
         return _in(node)
     if isinstance(node, exp.Between):
@@ -176,12 +177,13 @@ def _in(node) -> In:
     from sqlglot import exp
 
     if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
-        raise refuse("subqueries are not allowed" if node.args.get("query") else "IN takes a list of literals")
+        raise refuse("subqueries are not allowed" if node.args.get("query")
+                     else "IN takes a list of literals")
     values = node.expressions
     if not values:
         raise refuse("IN needs at least one value")
-    return In(_operand(node.this), tuple(_literal(v) if not isinstance(v, exp.Paren) else _literal(v.this)
-                                         for v in values))
+    return In(_operand(node.this),
+              tuple(_literal(v.this if isinstance(v, exp.Paren) else v) for v in values))
 
 
 def _like_pattern(node) -> Lit:
@@ -265,7 +267,8 @@ def _not_allowed(node) -> UsageError:
     if isinstance(node, exp.Cast):
         return refuse("casts are not allowed (DATE 'YYYY-MM-DD' is the one typed literal)")
     if isinstance(node, exp.Func):
-        return refuse(f"function calls are not allowed ({(node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()})")
+        name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+        return refuse(f"function calls are not allowed ({name.lower()})")
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.Neg,
                          exp.DPipe, exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor, exp.BitwiseNot)):
         return refuse("arithmetic is not allowed")
@@ -341,6 +344,7 @@ def _needs_column(operand, form: str) -> Col:
     return operand
 
 
+# The column kind each literal compares with (a decimal with an integer column, as in SQL).
 _LITERAL_KINDS = {bool: "boolean", int: "integer", float: "integer", str: "string",
                   datetime.date: "date"}
 
@@ -367,7 +371,8 @@ def _mismatch(column: Col, kinds, what: str) -> UsageError:
     kind = kinds[column.name]
     if kind == "other":
         return UsageError(f"bad --where predicate: {column.name} has a type --where does not "
-                          f"compare (only string, integer, boolean and date columns; IS NULL works on any)")
+                          f"compare (string, integer, boolean and date columns do; IS NULL "
+                          f"takes any)")
     article = "an" if kind[0] in "aeiou" else "a"
     return UsageError(f"bad --where predicate: {column.name} is {article} {kind} column, "
                       f"compared with {what}")
