@@ -1,7 +1,7 @@
 """`bleu-spark aggregate`: scores of any grouping or slice of saved statistics, without the text.
 
-A local statistics table is read and summed in this process (pyarrow, DuckDB for `--where`): no
-JVM, a second or two for a dashboard back end. A remote or very large one is filtered and summed
+A local statistics table is read, filtered and summed in this process with pyarrow: no JVM, a
+second or two for a dashboard back end. A remote or very large one is filtered and summed
 on Spark first (`bleu_spark.spark.aggregate`); both end in `bleu_spark.views`, as `score` does,
 so the scores equal a fresh run on the same rows.
 """
@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 import sacrebleu
 
-from . import __version__, bootstrap, output as out, statstable, views
+from . import __version__, bootstrap, output as out, predicate, statstable, views
 from .config import BleuConfig
-from .errors import MissingColumnError, UsageError
+from .errors import EmptySelectionError, MissingColumnError, UsageError
 
 ENGINES = ("auto", "local", "spark")
 
@@ -29,7 +29,7 @@ class AggregateOptions:
     output: Optional[str] = None
     group_by: Optional[Tuple[str, ...]] = None       # None: the table's own group columns
     grouping_sets: Optional[Tuple[Tuple[str, ...], ...]] = None
-    where: Optional[str] = None                      # SQL predicate over the table's columns
+    where: Optional[str] = None                      # a filter (bleu_spark.predicate), not SQL
     report: bool = False
     engine: str = "auto"                             # auto: local tables here, others on Spark
     config: BleuConfig = field(default_factory=BleuConfig)   # the scoring choices
@@ -37,8 +37,13 @@ class AggregateOptions:
     confidence: bool = False                         # intervals from the saved replicate sums
     paired_bs: bool = False                          # paired bootstrap against `baseline`
     baseline: Optional[str] = None
+    parsed_where: Optional[predicate.Predicate] = field(init=False, default=None, compare=False, repr=False)
 
     def __post_init__(self):
+        # The syntax is checked here, before any reading or Spark; the columns once the
+        # table's schema is known.
+        if self.where is not None:
+            object.__setattr__(self, "parsed_where", predicate.parse(self.where))
         if self.engine not in ENGINES:
             raise UsageError(f"unknown --engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
         if self.group_by is not None and self.grouping_sets is not None:
@@ -145,10 +150,15 @@ def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[boo
 
 def _read(options: AggregateOptions, spark) -> pa.Table:
     if not options.on_spark:
-        return statstable.read(options.stats, options.where)
-    from .spark.aggregate import read_stats
+        stats = statstable.read(options.stats, options.parsed_where)
+    else:
+        from .spark.aggregate import read_stats
 
-    return read_stats(spark, options.stats, options.where)
+        stats = read_stats(spark, options.stats, options.parsed_where)
+    if options.parsed_where is not None and stats.num_rows == 0:
+        raise EmptySelectionError(f"--where selects no rows of {options.stats} (columns it "
+                                  f"names: {', '.join(options.parsed_where.columns())})")
+    return stats
 
 
 def run_record(options: AggregateOptions, config: BleuConfig, stats: pa.Table, scores: List[dict], sets,

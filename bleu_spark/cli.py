@@ -183,7 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     aggregate.add_argument("--stats", required=True, metavar="PATH",
                            help="a result folder of bleu-spark, its stats/ folder, or statistics Parquet")
     aggregate.add_argument("--where", metavar="PREDICATE",
-                           help="SQL predicate over the statistics' columns, e.g. \"langpair = 'en-de'\"")
+                           help="a filter over group and measurement columns, not SQL: comparisons "
+                                "with literals, AND, OR, NOT, IN, BETWEEN, IS NULL, LIKE; "
+                                "e.g. \"langpair = 'en-de'\"")
     aggregate.add_argument("--engine", choices=["auto", "local", "spark"], default="auto",
                            help="auto (default): local tables in-process without a JVM, others on Spark")
     _add_showing(aggregate)

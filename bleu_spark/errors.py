@@ -62,6 +62,11 @@ class SparkJobFailedError(BleuSparkError):
     exit_code = 12
 
 
+class EmptySelectionError(BleuSparkError):
+    """`aggregate --where` selected no rows: an empty result would look like success."""
+    exit_code = 13
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: the run stops, cleans its staging folder and exits with
     128 + the signal number (130, 143). A BaseException, so no `except Exception` swallows it."""

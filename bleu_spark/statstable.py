@@ -28,8 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import sacrebleu
 
-from . import output
-from .errors import IncompatibleStatisticsError, InputNotFoundError, UsageError
+from . import output, predicate
+from .errors import IncompatibleStatisticsError, InputNotFoundError
+from .predicate import Predicate
 from .stats import stats_names
 
 FORMAT_VERSION = 2
@@ -199,10 +200,11 @@ def sample_matrix(table: pa.Table, column: str, row: int, width: int) -> Optiona
     return value.values.to_numpy(zero_copy_only=False).reshape(-1, width)
 
 
-def read(path: str, where: Optional[str] = None) -> pa.Table:
+def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
     """A saved statistics table, without a JVM: an output folder, its `stats/` folder, or any
     Parquet file or folder of statistics rows (Hive partitions read back as columns, with the
-    types the writing run recorded). `where`: a SQL predicate over its columns (DuckDB)."""
+    types the writing run recorded). `where`: a parsed `--where` filter, checked against the
+    columns before any row is read and given to the scan (partitions it excludes are skipped)."""
     import pyarrow.dataset as ds
 
     fs, root = output.filesystem(path)
@@ -227,16 +229,33 @@ def read(path: str, where: Optional[str] = None) -> pa.Table:
             raise InputNotFoundError(f"statistics path holds no Parquet files: {path}")
         # Files of other runs may measure more n-gram orders: read every file's columns.
         schema = pa.unify_schemas([dataset.schema, *(f.physical_schema for f in dataset.get_fragments())])
+        _check_columns(path, schema.names)
+        rows = None if where is None else predicate.to_arrow(bound(where, schema))
         table = ds.dataset(root, schema=schema, filesystem=fs, format="parquet",
-                           partitioning=partitioning).to_table()
+                           partitioning=partitioning).to_table(filter=rows)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"statistics at {path} are not readable Parquet: {exc}") from None
-    missing = [c for c in (*MEASUREMENT, RESAMPLING, *COUNTS[:3], *REFS) if c not in table.column_names]
+    return upgraded(table)
+
+
+# Every statistics table has these; format 1 lacked the fingerprint and the packed sums.
+REQUIRED = (*MEASUREMENT, RESAMPLING, "n_segments", "n_rejected", "n_reference_segments", *REFS)
+
+
+def _check_columns(path: str, names: Sequence[str]) -> None:
+    missing = [c for c in REQUIRED if c not in names]
     if missing:
         raise InputNotFoundError(f"{path} is not a bleu-spark statistics table (no column "
                                  f"{', '.join(missing)})")
-    table = upgraded(table)
-    return filtered(table, where) if where else table
+
+
+def filter_columns(names: Sequence[str]) -> list:
+    """The columns `--where` may name: group columns and the measurement. Never the replicate or
+    trial sums, the counts or the statistics: a filter on those would keep part of a group's
+    statistics and change what its counts and intervals mean."""
+    orders = [int(c.split("_")[1]) for c in names if c.startswith("total_")]
+    hidden = {*SAMPLES, *FORMAT_1_SAMPLES, *COUNTS, *REFS, *stats_names(max(orders, default=0))}
+    return [c for c in names if c not in hidden]
 
 
 # Format 1 kept a row per replicate and per trial (columns `replicate`, `trial`: their index,
@@ -281,13 +300,11 @@ def upgraded(table: pa.Table) -> pa.Table:
     return table.set_column(index, REPLICATE_SUMS, list_column(values, keep))
 
 
-def filtered(table: pa.Table, where: str) -> pa.Table:
-    """The rows of `table` for which the SQL predicate holds, evaluated by DuckDB in-process."""
-    import duckdb
+def bound(where: Predicate, schema: pa.Schema) -> Predicate:
+    """`where` checked against the columns and types of a statistics table."""
+    return predicate.bind(where, predicate.arrow_kinds(schema), filter_columns(schema.names))
 
-    try:
-        with duckdb.connect() as connection:
-            return connection.from_arrow(table).filter(where).arrow().read_all().cast(table.schema)
-    except duckdb.Error as exc:
-        message = str(exc).splitlines()[0]
-        raise UsageError(f"bad --where predicate {where!r}: {message}") from None
+
+def filtered(table: pa.Table, where: Predicate) -> pa.Table:
+    """The rows of `table` for which `where` is true (false and null drop a row)."""
+    return table.filter(predicate.to_arrow(bound(where, table.schema)))

@@ -5,17 +5,20 @@ is already small and `bleu_spark.views` makes the same checks and scores as for 
 """
 from __future__ import annotations
 
-import pyarrow as pa
-from pyspark.errors import AnalysisException
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from typing import Optional
 
-from .. import output as out, statstable
-from ..errors import InputNotFoundError, UsageError
+import pyarrow as pa
+from pyspark.sql import Column, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .. import output as out, predicate, statstable
+from ..errors import InputNotFoundError
+from ..predicate import Predicate
 from . import io
 
 
-def read_stats(spark: SparkSession, path: str, where=None) -> pa.Table:
+def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None) -> pa.Table:
     fs, root = out.filesystem(path)
     marker = out.read_marker(fs, root)
     stats_path = path.rstrip("/") + "/stats" if marker else path
@@ -25,19 +28,14 @@ def read_stats(spark: SparkSession, path: str, where=None) -> pa.Table:
         for column in marker.get("partition_by", []):
             arrow_type = out.PARTITION_TYPES.get(types.get(column), pa.string())
             frame = frame.withColumn(column, F.col(column).cast(_spark_type(arrow_type)))
-    if where:
-        try:
-            frame = frame.where(where)
-            frame.schema  # analysis happens here: a bad predicate is a user error
-        except AnalysisException as exc:
-            raise UsageError(f"bad --where predicate {where!r}: "
-                             f"{str(exc).splitlines()[0]}") from None
     columns = frame.columns
     missing = [c for c in (*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS)
                if c not in columns]
     if missing:
         raise InputNotFoundError(f"{path} is not a bleu-spark statistics table (no column "
                                  f"{', '.join(missing)})")
+    if where is not None:
+        frame = frame.where(row_filter(where, frame.schema))
     values = {*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
               *statstable.SAMPLES}
     stats = [c for c in columns if c not in values and c.startswith(("sys_len", "ref_len", "correct_", "total_"))]
@@ -45,7 +43,7 @@ def read_stats(spark: SparkSession, path: str, where=None) -> pa.Table:
     # Rows of a key meet in one task and are added up there as `score` adds them (replicate sums
     # are lists Spark SQL cannot add element-wise): what reaches the driver is a row per group.
     summed = frame.repartition(*keys).mapInArrow(_adding_up(keys), frame.schema)
-    return summed.toArrow()
+    return statstable.upgraded(summed.toArrow())  # format 1's replicate rows came as keys
 
 
 def _adding_up(keys):
@@ -62,3 +60,54 @@ def _spark_type(arrow_type: pa.DataType) -> str:
     return {pa.string(): "string", pa.int8(): "tinyint", pa.int16(): "smallint",
             pa.int32(): "int", pa.int64(): "bigint", pa.date32(): "date",
             pa.bool_(): "boolean"}[arrow_type]
+
+
+def row_filter(where: Predicate, schema: T.StructType) -> Column:
+    """`where` checked against the frame's columns and built as a Column from the same tree the
+    local engine evaluates: no SQL text reaches Spark."""
+    kinds = {f.name: _kind(f.dataType) for f in schema.fields}
+    bound = predicate.bind(where, kinds, statstable.filter_columns(schema.names))
+    return predicate.evaluate(bound.tree, SparkEngine())
+
+
+def _kind(data_type: T.DataType) -> str:
+    if isinstance(data_type, (T.StringType, T.VarcharType, T.CharType)):
+        return "string"
+    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return "integer"
+    return ("boolean" if isinstance(data_type, T.BooleanType) else
+            "date" if isinstance(data_type, T.DateType) else "other")
+
+
+class SparkEngine:
+    """The primitives of `predicate.evaluate` as Spark Columns (SQL's three-valued logic)."""
+
+    def column(self, name):
+        return F.col("`" + name.replace("`", "``") + "`")   # a dot in a name is not a field
+
+    def literal(self, value):
+        return F.lit(value)
+
+    def unknown(self):
+        return F.lit(None).cast("boolean")
+
+    def compare(self, op, left, right):
+        return predicate.OPERATORS[op](left, right)
+
+    def and_(self, left, right):
+        return left & right
+
+    def or_(self, left, right):
+        return left | right
+
+    def not_(self, operand):
+        return ~operand
+
+    def is_null(self, operand):
+        return operand.isNull()
+
+    def like(self, operand, pattern):
+        return operand.like(pattern)
+
+    def isin(self, operand, values):
+        return operand.isin(values)
