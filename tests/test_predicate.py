@@ -81,8 +81,9 @@ HOSTILE = [
 # Valid syntax, refused once the columns are known.
 REFUSED_BY_COLUMNS = [
     ('langpair = "en-de"', "en-de is not a column"),
-    ("replicate < 10", "replicate may not be filtered on"),
-    ("replicate IS NULL", "replicate may not be filtered on"),
+    ("replicate < 10", "replicate is not a column"),
+    ("replicate_sums IS NULL", "replicate_sums may not be filtered on"),
+    ("segment_fingerprint = 1", "segment_fingerprint may not be filtered on"),
     ("n_segments > 0", "n_segments may not be filtered on"),
     ("correct_1 > 0", "correct_1 may not be filtered on"),
     ("customer = 'x'", "customer is not a column"),
@@ -138,7 +139,7 @@ def test_an_unknown_column_lists_the_columns_it_may_name(saved, tmp_path, capsys
     main(["aggregate", "--stats", saved, "--output", str(tmp_path / "out"), "--where", "replicate < 10"])
     allowed = capsys.readouterr().err.split("columns it may name: ")[1].strip().split(", ")
     assert allowed == ["id", "system", "langpair", "day", "run_date", "flag",
-                       *statstable.MEASUREMENT]
+                       *statstable.MEASUREMENT, statstable.RESAMPLING]
 
 
 @pytest.mark.parametrize("text,kind", [
