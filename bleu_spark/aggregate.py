@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import sacrebleu
 
-from . import __version__, bootstrap, output as out, statstable, views
+from . import __version__, bootstrap, output as out, ranges, statstable, views
 from .config import BleuConfig
 from .errors import MissingColumnError, UsageError
 
@@ -43,6 +43,11 @@ class AggregateOptions:
             raise UsageError(f"unknown --engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
         if self.group_by is not None and self.grouping_sets is not None:
             raise UsageError("give --group-by or --grouping-sets, not both")
+        # Checked now, before any reading: the values here, their number against the
+        # statistics' max order once read; the pairing rules are score's (Resampling's).
+        object.__setattr__(self, "weights", ranges.check_weights(self.weights))
+        bootstrap.Resampling(confidence=self.confidence, paired_bs=self.paired_bs,
+                             baseline=self.baseline)
 
     @property
     def on_spark(self) -> bool:

@@ -29,6 +29,7 @@ from typing import Optional
 
 import numpy as np
 
+from . import ranges
 from .config import BleuConfig
 from .errors import UsageError
 from .scoring import LOG_ZERO, bleu_from_statistics
@@ -537,11 +538,9 @@ class Resampling:
         if self.method not in METHODS:
             raise UsageError(f"unknown --bootstrap-method {self.method!r}; choose one of: "
                              f"{', '.join(METHODS)}")
-        for name, value in (("--n-bootstrap", self.n_bootstrap), ("--n-ar-trials", self.n_ar_trials)):
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 100_000:
-                raise UsageError(f"{name} must be an integer from 1 to 100000, got {value!r}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
-            raise UsageError(f"--seed must be a non-negative integer, got {self.seed!r}")
+        ranges.check("--n-bootstrap", self.n_bootstrap)
+        ranges.check("--n-ar-trials", self.n_ar_trials)
+        ranges.check("--seed", self.seed)
         if (self.paired_bs or self.paired_ar) and not self.baseline:
             raise UsageError("--paired-bs and --paired-ar need --baseline SYSTEM")
         if self.baseline and not (self.paired_bs or self.paired_ar):

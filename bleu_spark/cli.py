@@ -230,22 +230,14 @@ def effective_settings(args: argparse.Namespace) -> dict:
     return settings
 
 
-def _weights(weights) -> Optional[tuple]:
-    try:
-        return tuple(float(w) for w in weights) if weights is not None else None
-    except (TypeError, ValueError):
-        raise UsageError(f"--weights must be comma-separated numbers, got {weights!r}") from None
-
-
 def job_options(settings: dict):
     from .spark.job import JobOptions
 
-    weights = _weights(settings["weights"])
     config = BleuConfig(
         tokenize=settings["tokenize"], lowercase=bool(settings["lowercase"]),
         smooth_method=settings["smooth_method"], smooth_value=settings["smooth_value"],
         max_ngram_order=settings["max_ngram_order"], effective_order=bool(settings["effective_order"]),
-        weights=weights, spm_model=settings["spm_model"])
+        weights=settings["weights"], spm_model=settings["spm_model"])
     group_by = settings["group_by"]
     return JobOptions(
         input=settings["input"], output=settings["output"],
@@ -279,7 +271,7 @@ def aggregate_options(args: argparse.Namespace):
     return AggregateOptions(stats=args.stats, output=args.output, group_by=group_by,
                             grouping_sets=parse_grouping_sets(args.grouping_sets),
                             where=args.where, report=bool(args.report), engine=args.engine,
-                            config=config, weights=_weights(_csv(args.weights) if args.weights else None),
+                            config=config, weights=_csv(args.weights) if args.weights is not None else None,
                             confidence=bool(args.confidence), paired_bs=bool(args.paired_bs),
                             baseline=args.baseline)
 

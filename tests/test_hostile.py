@@ -65,7 +65,69 @@ def test_max_ngram_order_out_of_range_is_exit_2(tmp_path, capsys, order):
                  "--max-ngram-order", order])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
-    assert f"max n-gram order must be an integer from 1 to 10, got {order}" in err
+    assert f"--max-ngram-order must be an integer from 1 to 10, got {order}" in err
+
+
+# --- every option's range, checked before any work ----------------------------------------------
+
+TOO_BIG_SEED = "1180591620717411303424"  # 2**70: no int64 column or signature holds it
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--confidence", "--seed", TOO_BIG_SEED],
+     f"--seed must be an integer from 0 to 9223372036854775807, got {TOO_BIG_SEED}"),
+    (["--confidence", "--seed", "-1"], "--seed must be an integer from 0 to 9223372036854775807, got -1"),
+    (["--confidence", "--n-bootstrap", "0"], "--n-bootstrap must be an integer from 1 to 100000, got 0"),
+    (["--paired-ar", "--baseline", "A", "--n-ar-trials", "100001"], "--n-ar-trials must be an integer"),
+    (["--progress-seconds", "nan"], "--progress-seconds must be a number from 0 to 9223372036, got nan"),
+    (["--progress-seconds", "-1"], "--progress-seconds must be a number from 0"),
+    (["--smooth-method", "floor", "--smooth-value", "inf"], "--smooth-value must be a number of at least 0"),
+    (["--weights", "0.5,0.5,0.5,-0.5"], "--weights must be non-negative and sum to 1, got 0.5,0.5,0.5,-0.5"),
+    (["--weights", "a,b,c,d"], "--weights must be comma-separated numbers"),
+    (["--baseline", "A"], "--baseline is only used with --paired-bs or --paired-ar"),
+])
+def test_an_option_out_of_range_is_exit_2_before_any_work(tmp_path, capsys, monkeypatch, args, message):
+    from bleu_spark.spark import job
+
+    monkeypatch.setattr(job, "preflight", lambda options: pytest.fail("work began"))
+    code = main(["score", "--input", "in.parquet", "--output", str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("line,message", [
+    (f"seed: {TOO_BIG_SEED}", "--seed must be an integer from 0 to 9223372036854775807"),
+    ("n_bootstrap: 0", "--n-bootstrap must be an integer from 1 to 100000, got 0"),
+    ("progress_seconds: .inf", "--progress-seconds must be a number from 0 to 9223372036, got inf"),
+    ("weights: [0.5, 0.5, 0.5, 0.5]", "--weights must be non-negative and sum to 1"),
+    ("max_ngram_order: 11", "--max-ngram-order must be an integer from 1 to 10, got 11"),
+])
+def test_a_job_file_value_out_of_range_is_the_same_exit_2(tmp_path, capsys, line, message):
+    job = tmp_path / "job.yaml"
+    job.write_text(f"input: in.parquet\noutput: {tmp_path / 'out'}\nconfidence: true\n{line}\n")
+    assert main(["score", "--config", str(job)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--weights", "0.5,0.5,0.5,0.5"], "--weights must be non-negative and sum to 1"),
+    (["--weights", ""], "--weights must be non-negative and sum to 1, got none"),
+    (["--baseline", "A"], "--baseline is only used with --paired-bs or --paired-ar"),
+    (["--confidence", "--baseline", "A"], "--baseline is only used with --paired-bs or --paired-ar"),
+    (["--paired-bs"], "--paired-bs and --paired-ar need --baseline SYSTEM"),
+    (["--smooth-value", "-1"], "--smooth-value must be a number of at least 0"),
+])
+def test_aggregate_checks_its_options_before_reading(tmp_path, capsys, monkeypatch, args, message):
+    from bleu_spark import aggregate
+
+    monkeypatch.setattr(aggregate, "run_aggregate", lambda *a: pytest.fail("work began"))
+    code = main(["aggregate", "--stats", str(tmp_path / "stats"), "--output", str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out").exists()
 
 
 def test_max_ngram_order_10_is_sacrebleus_score():
