@@ -10,7 +10,7 @@ from __future__ import annotations
 import platform
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -98,10 +98,11 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
         config = scoring_config(options, stats)
         resampling = saved_resampling(options, stats)
         scores = views.score_sets(stats, sets, config, resampling)
-        paired = None
+        paired, warnings = None, []
         if options.paired_bs:
-            paired, _ = views.paired_rows(stats, sets, config, resampling)
-        run = run_record(options, config, stats, scores, sets, run_id)
+            paired, warnings = views.paired_rows(stats, sets, config, resampling)
+            resampling.check_baseline(statstable.scored_values(stats, "system"))
+        run = run_record(options, config, stats, scores, sets, run_id, warnings)
         if output:
             views.write_views(output, stats, scores, sets, config, run, False, resampling,
                               paired=paired)
@@ -155,7 +156,7 @@ def _read(options: AggregateOptions, spark) -> pa.Table:
 
 
 def run_record(options: AggregateOptions, config: BleuConfig, stats: pa.Table, scores: List[dict], sets,
-               run_id: str) -> dict:
+               run_id: str, warnings: Sequence[str] = ()) -> dict:
     return {
         "run_id": run_id, "run_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": "aggregate", "stats": options.stats, "output": options.output,
@@ -166,6 +167,7 @@ def run_record(options: AggregateOptions, config: BleuConfig, stats: pa.Table, s
         "rows": {"scored": sum(stats["n_segments"].to_pylist()),
                  "rejected": sum(stats["n_rejected"].to_pylist())},
         "groups": len(scores),
+        "warnings": list(warnings),
         "versions": {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
                      "pyarrow": pa.__version__, "numpy": np.__version__,
                      "python": platform.python_version()},

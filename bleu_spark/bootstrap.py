@@ -25,13 +25,13 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Optional
+from typing import Collection, Optional
 
 import numpy as np
 
 from . import ranges
 from .config import BleuConfig
-from .errors import UsageError
+from .errors import BaselineNotFoundError, UsageError
 from .scoring import LOG_ZERO, bleu_from_statistics
 
 SACREBLEU = "sacrebleu"
@@ -545,6 +545,16 @@ class Resampling:
             raise UsageError("--paired-bs and --paired-ar need --baseline SYSTEM")
         if self.baseline and not (self.paired_bs or self.paired_ar):
             raise UsageError("--baseline is only used with --paired-bs or --paired-ar")
+
+    def check_baseline(self, systems: Collection, shown: int = 5) -> None:
+        """The baseline is one of the systems scored, else a paired test asked for gives nothing:
+        one line naming it and a few that exist, before anything is written."""
+        if self.baseline is None or self.baseline in systems:
+            return
+        names = sorted(map(str, systems))
+        more = f", ... ({len(names)} in all)" if len(names) > shown else ""
+        raise BaselineNotFoundError(f"--baseline {self.baseline!r} is in no comparison group; "
+                                    f"systems scored: {', '.join(names[:shown]) or 'none'}{more}")
 
     @property
     def active(self) -> bool:

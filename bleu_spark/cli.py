@@ -336,8 +336,7 @@ def run_score(args: argparse.Namespace) -> int:
     rows = result.run["rows"]
     _print_scores(result, f"rows: read {rows['read']}, scored {rows['scored']}, "
                           f"rejected {rows['rejected']}")
-    for warning in result.run["warnings"]:
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    _print_warnings(result.run["warnings"])
     if result.run["unmatched_reference_segments"]:
         print(f"{PROG}: note: {result.run['unmatched_reference_segments']} reference segments "
               f"matched no candidate", file=sys.stderr)
@@ -362,6 +361,7 @@ def run_aggregate(args: argparse.Namespace) -> int:
             _stop_spark(spark)
     rows = result.run["rows"]
     _print_scores(result, f"segments: scored {rows['scored']}, rejected {rows['rejected']}")
+    _print_warnings(result.run["warnings"])
     print(f"wrote {options.output} in {result.run['timings']['total_s']:.1f} s")
     return 0
 
@@ -372,6 +372,11 @@ def _print_scores(result, counts: str) -> None:
     if result.paired:
         print("\n" + format_paired(result.paired))
     print(f"\n{counts}  |  signature: {_signatures(result.scores)}")
+
+
+def _print_warnings(warnings: List[str]) -> None:
+    for warning in warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
 
 
 def _shown_columns(scores: List[dict]) -> List[str]:

@@ -115,6 +115,14 @@ def summed(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     return pa.table({c: columns[c] for c in order})
 
 
+def scored_values(table: pa.Table, column: str) -> set:
+    """The values of `column` in groups with scored segments (e.g. the systems a paired test
+    can compare)."""
+    plain = pc.and_(pc.is_null(table["replicate"]), pc.is_null(table["trial"]))
+    scored = table.filter(pc.and_(plain, pc.greater(table["n_segments"], 0)))
+    return set(scored[column].to_pylist())
+
+
 
 def read(path: str, where: Optional[str] = None) -> pa.Table:
     """A saved statistics table, without a JVM: an output folder, its `stats/` folder, or any

@@ -764,3 +764,44 @@ def test_group_by_system_on_one_language_pair_and_a_repeated_group_column_are_sc
                                                               [[r["references"][0] for r in rows[:2]]])
         assert [r["system"] for r in scores] == ["A", "B"]
         assert all(r["tokenize"] == "zh" and r["score"] == expected.score for r in scores)
+
+
+# --- a paired test against a system that is not there ---------------------------------------------
+
+def test_a_missing_baseline_is_named_with_a_few_systems_that_exist():
+    from bleu_spark.bootstrap import Resampling
+    from bleu_spark.errors import BaselineNotFoundError
+
+    resampling = Resampling(paired_bs=True, baseline="sysZ")
+    resampling.check_baseline({"sysZ", "A"})
+    with pytest.raises(BaselineNotFoundError, match=r"^--baseline 'sysZ' is in no comparison group; "
+                                                    r"systems scored: s0, s1, s2, s3, s4, \.\.\. \(7 in all\)$"):
+        resampling.check_baseline({f"s{i}" for i in range(7)})
+    assert BaselineNotFoundError.exit_code == 14
+
+
+@pytest.mark.spark
+def test_a_baseline_in_no_comparison_group_is_exit_14_and_nothing_is_written(spark, tmp_path, capsys):
+    from bleu_spark.errors import BaselineNotFoundError
+
+    pairs = [("the cat sat", "the cat sat down"), ("a dog ran off", "a dog ran")]
+    rows = [{"system": s, "langpair": lp, "candidate": c, "references": [r]}
+            for lp, systems in (("de-en", "AB"), ("en-de", "AC")) for s in systems for c, r in pairs]
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    common = ["--input", str(path), "--progress-seconds", "0", "--paired-bs", "--n-bootstrap", "50"]
+    with pytest.raises(BaselineNotFoundError, match="'sysZ' is in no comparison group; systems scored: A, B, C$"):
+        score_in_process(spark, *common, "--baseline", "sysZ", "--output", str(tmp_path / "none"))
+    assert not (tmp_path / "none").exists()
+    # B is in de-en only: de-en is tested, en-de has a warning, as before.
+    result = score_in_process(spark, *common, "--baseline", "B", "--output", str(tmp_path / "out"))
+    assert [(r["langpair"], r["system"]) for r in result.paired] == [("de-en", "A")]
+    assert result.run["warnings"] == ["no baseline 'B' in langpair=en-de: no paired tests there"]
+
+    aggregate = ["aggregate", "--stats", str(tmp_path / "out"), "--paired-bs", "--output", str(tmp_path / "agg")]
+    assert main([*aggregate, "--baseline", "nobody"]) == 14
+    assert capsys.readouterr().err == ("bleu-spark: error: --baseline 'nobody' is in no comparison group; "
+                                       "systems scored: A, B, C\n")
+    assert not (tmp_path / "agg").exists()
+    assert main([*aggregate, "--baseline", "B"]) == 0
+    assert capsys.readouterr().err == "bleu-spark: warning: no baseline 'B' in langpair=en-de: no paired tests there\n"

@@ -326,6 +326,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if resampling.paired_bs or resampling.paired_ar:
             paired, missing = views.paired_rows(measurement.stats, measurement.sets, options.config,
                                                 resampling, measurement.segments)
+            resampling.check_baseline(statstable.scored_values(measurement.stats, "system"))
             measurement.warnings += missing
         timings = {"score_s": time.time() - started}
         run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id,
