@@ -4,7 +4,7 @@ import pytest
 
 from bleu_spark import cli
 from bleu_spark.cli import build_parser, effective_settings, job_options, main
-from bleu_spark.errors import ConfigFileError
+from bleu_spark.errors import ConfigFileError, OutputError
 
 
 # --- the job file: values of the wrong type ------------------------------------------------
@@ -571,6 +571,49 @@ def test_an_output_beside_the_input_glob_is_fine():
     check_output_outside_input("in/*.parquet", "in/out")
     check_output_outside_input("in", "in2/out")
     check_output_outside_input("in/a.parquet", "in/out")
+
+
+# --- a path that exists is that path, whatever its name holds ---------------------------------------
+
+def write_named(root):
+    """Files whose names hold glob characters, beside the files their names match as patterns."""
+    def one(name, system):
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"system": [system], "langpair": ["de-en"], "candidate": ["the cat sat on the mat"],
+                                 "references": [["the cat sat on a mat"]]}), path)
+
+    one("a[1].parquet", "bracket")
+    one("a1.parquet", "a1")
+    one("b{x}.parquet", "brace")
+    one("bx.parquet", "bx")
+    one("d[1]/langpair=de-en/part-0.parquet", "hive")
+
+
+def test_local_files_take_a_name_that_exists_as_itself(tmp_path):
+    from bleu_spark.spark.io import check_output_outside_input, hive_base, local_files
+
+    write_named(tmp_path)
+    assert local_files(str(tmp_path / "a[1].parquet")) == [str(tmp_path / "a[1].parquet")]
+    assert local_files("file://" + str(tmp_path / "b{x}.parquet")) == [str(tmp_path / "b{x}.parquet")]
+    assert local_files(str(tmp_path / "a[1]*.parquet")) == [str(tmp_path / "a1.parquet")]  # no such file: a glob
+    assert hive_base(str(tmp_path / "d[1]/langpair=de-en")) == str(tmp_path / "d[1]")
+    with pytest.raises(OutputError, match="lies inside the input"):
+        check_output_outside_input(str(tmp_path / "d[1]"), str(tmp_path / "d[1]/out"))
+    check_output_outside_input(str(tmp_path / "d[1]"), str(tmp_path / "d1"))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("scan", ["auto", "spark"])  # read by the Python workers, or by Spark
+@pytest.mark.parametrize("name,systems", [("a[1].parquet", ["bracket"]), ("b{x}.parquet", ["brace"]),
+                                          ("a[1]*.parquet", ["a1"]), ("d[1]/langpair=de-en", ["hive"])])
+def test_a_path_with_glob_characters_that_exists_is_read_as_itself(spark, tmp_path, scan, name, systems):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    write_named(tmp_path / "in")
+    result = run_job(spark, JobOptions(input=str(tmp_path / "in" / name), scan=scan, progress_seconds=0))
+    assert [(r["system"], r["langpair"]) for r in result.scores] == [(s, "de-en") for s in systems]
+    assert result.run["layout"]["scan"] == ("arrow" if scan == "auto" else "spark")
 
 
 # --- folders whose files disagree or are damaged ---------------------------------------------------
