@@ -92,6 +92,7 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
     output = out.open_output(options.output, (), run_id) if options.output else None
     try:
         stats = _read(options, spark)
+        statstable.check_measurement(stats)
         sets = grouping_sets(options, stats)
         finest = list(dict.fromkeys(c for s in sets for c in s))
         stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import sacrebleu
 
 from . import output
-from .errors import InputNotFoundError, UsageError
+from .errors import IncompatibleStatisticsError, InputNotFoundError, UsageError
 from .stats import stats_names
 
 FORMAT_VERSION = 1
@@ -113,6 +113,21 @@ def summed(table: pa.Table, keys: Sequence[str]) -> pa.Table:
                                                  pa.scalar(None, pa.int64()))
     order = [*keys, *[c for c in value_columns(table) if c not in keys]]
     return pa.table({c: columns[c] for c in order})
+
+
+def check_measurement(table: pa.Table) -> None:
+    """Saved statistics are of the metric and format this installation scores: other ones (chrF
+    sums in BLEU's columns, a newer layout) would be scored as BLEU of this format without a
+    word, so they are refused, naming what was found and what is supported."""
+    supported = {"metric": METRIC, "format_version": FORMAT_VERSION}
+    problems = []
+    for column, wanted in supported.items():
+        found = [v for v in pc.unique(table[column]).to_pylist() if v != wanted]
+        if found:
+            problems.append(f"{column} {', '.join(sorted(map(str, found)))} "
+                            f"(this installation reads {column} {wanted} only)")
+    if problems:
+        raise IncompatibleStatisticsError(f"statistics of {'; '.join(problems)}")
 
 
 def scored_values(table: pa.Table, column: str) -> set:
