@@ -17,7 +17,7 @@ from .errors import UsageError
 
 INT64_MAX = 2 ** 63 - 1
 
-# option -> (integer?, lowest, highest or None for no bound); both ends allowed.
+# option -> (integer?, lowest, highest); both ends allowed.
 RANGES = {
     "--seed": (True, 0, INT64_MAX),
     "--n-bootstrap": (True, 1, 100_000),
@@ -25,19 +25,22 @@ RANGES = {
     # BLEU is defined up to 4 (NIST used 5); past 10 only segments of 10+ tokens have such
     # n-grams, while each order adds two statistics columns and a counting pass.
     "--max-ngram-order": (True, 1, 10),
-    "--smooth-value": (False, 0, None),
+    "--smooth-value": (False, 0, math.inf),
     "--progress-seconds": (False, 0, threading.TIMEOUT_MAX),
 }
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer past the largest float
+        return False
 
 
 def _within(value, integer: bool, low, high) -> bool:
-    if integer:
-        return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-    return _is_number(value) and math.isfinite(value) and low <= value <= (math.inf if high is None else high)
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+        return False
+    return (integer or _finite(value)) and low <= value <= high
 
 
 def check(option: str, value) -> None:
@@ -45,8 +48,8 @@ def check(option: str, value) -> None:
     integer, low, high = RANGES[option]
     if not _within(value, integer, low, high):
         kind = "an integer" if integer else "a number"
-        top = high if integer or high is None else int(high)
-        span = f"from {low} to {top}" if high is not None else f"of at least {low}"
+        span = (f"of at least {low}" if high == math.inf
+                else f"from {low} to {high if integer else int(high)}")
         raise UsageError(f"{option} must be {kind} {span}, got {value!r}")
 
 
@@ -57,8 +60,9 @@ def check_weights(weights: Optional[Sequence]) -> Optional[Tuple[float, ...]]:
         return None
     try:
         values = tuple(float(w) for w in weights)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise UsageError(f"--weights must be comma-separated numbers, got {weights!r}") from None
     if any(not math.isfinite(w) or w < 0 for w in values) or abs(sum(values) - 1) > 1e-6:
-        raise UsageError(f"--weights must be non-negative and sum to 1, got {','.join(map(str, values)) or 'none'}")
+        shown = ",".join(map(str, values)) or "none"
+        raise UsageError(f"--weights must be non-negative and sum to 1, got {shown}")
     return values
