@@ -609,9 +609,11 @@ def test_local_files_take_a_name_that_exists_as_itself(tmp_path):
                                           ("a[1]*.parquet", ["a1"]), ("d[1]/langpair=de-en", ["hive"])])
 def test_a_path_with_glob_characters_that_exists_is_read_as_itself(spark, tmp_path, scan, name, systems):
     from bleu_spark.spark.job import JobOptions, run_job
+    from bleu_spark.spark.session import OnDemandSession
 
     write_named(tmp_path / "in")
-    result = run_job(spark, JobOptions(input=str(tmp_path / "in" / name), scan=scan, progress_seconds=0))
+    on_demand = OnDemandSession(spark.sparkContext)  # the session as the console script has it
+    result = run_job(on_demand, JobOptions(input=str(tmp_path / "in" / name), scan=scan, progress_seconds=0))
     assert [(r["system"], r["langpair"]) for r in result.scores] == [(s, "de-en") for s in systems]
     assert result.run["layout"]["scan"] == ("arrow" if scan == "auto" else "spark")
 

@@ -53,9 +53,10 @@ def spark_path(spark: SparkSession, path: str) -> str:
 def _hadoop_exists(spark: SparkSession, path: str) -> bool:
     from py4j.protocol import Py4JError
 
+    context = spark.sparkContext  # no SQL session needed (the console's starts on demand)
     try:
-        hadoop_path = spark._jvm.org.apache.hadoop.fs.Path(path)
-        return bool(hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration()).exists(hadoop_path))
+        hadoop_path = context._jvm.org.apache.hadoop.fs.Path(path)
+        return bool(hadoop_path.getFileSystem(context._jsc.hadoopConfiguration()).exists(hadoop_path))
     except Py4JError:  # no file system for the scheme, say: the reader then says it in one line
         return False
 
