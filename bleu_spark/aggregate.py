@@ -10,13 +10,13 @@ from __future__ import annotations
 import platform
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
 import sacrebleu
 
-from . import __version__, bootstrap, output as out, predicate, statstable, views
+from . import __version__, bootstrap, output as out, predicate, ranges, statstable, views
 from .config import BleuConfig
 from .errors import EmptySelectionError, MissingColumnError, UsageError
 
@@ -48,6 +48,11 @@ class AggregateOptions:
             raise UsageError(f"unknown --engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
         if self.group_by is not None and self.grouping_sets is not None:
             raise UsageError("give --group-by or --grouping-sets, not both")
+        # Checked now, before any reading: the values here, their number against the
+        # statistics' max order once read; the pairing rules are score's (Resampling's).
+        object.__setattr__(self, "weights", ranges.check_weights(self.weights))
+        bootstrap.Resampling(confidence=self.confidence, paired_bs=self.paired_bs,
+                             baseline=self.baseline)
 
     @property
     def on_spark(self) -> bool:
@@ -92,16 +97,18 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
     output = out.open_output(options.output, (), run_id) if options.output else None
     try:
         stats = _read(options, spark)
+        statstable.check_measurement(stats)
         sets = grouping_sets(options, stats)
         finest = list(dict.fromkeys(c for s in sets for c in s))
         resampling = saved_resampling(options, stats)  # of the rows as saved: before any sum
         stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
         config = scoring_config(options, stats)
         scores = views.score_sets(stats, sets, config, resampling)
-        paired = None
+        paired, warnings = None, []
         if options.paired_bs:
-            paired, _ = views.paired_rows(stats, sets, config, resampling)
-        run = run_record(options, config, stats, scores, sets, run_id)
+            paired, warnings = views.paired_rows(stats, sets, config, resampling)
+            resampling.check_baseline(statstable.scored_values(stats, "system"))
+        run = run_record(options, config, stats, scores, sets, run_id, warnings)
         if output:
             views.write_views(output, stats, scores, sets, config, run, False, resampling,
                               paired=paired)
@@ -162,7 +169,7 @@ def _read(options: AggregateOptions, spark) -> pa.Table:
 
 
 def run_record(options: AggregateOptions, config: BleuConfig, stats: pa.Table, scores: List[dict], sets,
-               run_id: str) -> dict:
+               run_id: str, warnings: Sequence[str] = ()) -> dict:
     return {
         "run_id": run_id, "run_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": "aggregate", "stats": options.stats, "output": options.output,
@@ -173,6 +180,7 @@ def run_record(options: AggregateOptions, config: BleuConfig, stats: pa.Table, s
         "rows": {"scored": sum(stats["n_segments"].to_pylist()),
                  "rejected": sum(stats["n_rejected"].to_pylist())},
         "groups": len(scores),
+        "warnings": list(warnings),
         "versions": {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
                      "pyarrow": pa.__version__, "numpy": np.__version__,
                      "python": platform.python_version()},

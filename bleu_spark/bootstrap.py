@@ -25,12 +25,13 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Optional
+from typing import Collection, Optional
 
 import numpy as np
 
+from . import ranges
 from .config import BleuConfig
-from .errors import UsageError
+from .errors import BaselineNotFoundError, UsageError
 from .scoring import LOG_ZERO, bleu_from_statistics
 
 SACREBLEU = "sacrebleu"
@@ -537,15 +538,23 @@ class Resampling:
         if self.method not in METHODS:
             raise UsageError(f"unknown --bootstrap-method {self.method!r}; choose one of: "
                              f"{', '.join(METHODS)}")
-        for name, value in (("--n-bootstrap", self.n_bootstrap), ("--n-ar-trials", self.n_ar_trials)):
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 100_000:
-                raise UsageError(f"{name} must be an integer from 1 to 100000, got {value!r}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
-            raise UsageError(f"--seed must be a non-negative integer, got {self.seed!r}")
+        ranges.check("--n-bootstrap", self.n_bootstrap)
+        ranges.check("--n-ar-trials", self.n_ar_trials)
+        ranges.check("--seed", self.seed)
         if (self.paired_bs or self.paired_ar) and not self.baseline:
             raise UsageError("--paired-bs and --paired-ar need --baseline SYSTEM")
         if self.baseline and not (self.paired_bs or self.paired_ar):
             raise UsageError("--baseline is only used with --paired-bs or --paired-ar")
+
+    def check_baseline(self, systems: Collection, shown: int = 5) -> None:
+        """The baseline is one of the systems scored, else a paired test asked for gives nothing:
+        one line naming it and a few that exist, before anything is written."""
+        if self.baseline is None or self.baseline in systems:
+            return
+        names = sorted(map(str, systems))
+        more = f", ... ({len(names)} in all)" if len(names) > shown else ""
+        raise BaselineNotFoundError(f"--baseline {self.baseline!r} is in no comparison group; "
+                                    f"systems scored: {', '.join(names[:shown]) or 'none'}{more}")
 
     @property
     def active(self) -> bool:

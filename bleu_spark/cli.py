@@ -232,22 +232,14 @@ def effective_settings(args: argparse.Namespace) -> dict:
     return settings
 
 
-def _weights(weights) -> Optional[tuple]:
-    try:
-        return tuple(float(w) for w in weights) if weights is not None else None
-    except (TypeError, ValueError):
-        raise UsageError(f"--weights must be comma-separated numbers, got {weights!r}") from None
-
-
 def job_options(settings: dict):
     from .spark.job import JobOptions
 
-    weights = _weights(settings["weights"])
     config = BleuConfig(
         tokenize=settings["tokenize"], lowercase=bool(settings["lowercase"]),
         smooth_method=settings["smooth_method"], smooth_value=settings["smooth_value"],
         max_ngram_order=settings["max_ngram_order"], effective_order=bool(settings["effective_order"]),
-        weights=weights, spm_model=settings["spm_model"])
+        weights=settings["weights"], spm_model=settings["spm_model"])
     group_by = settings["group_by"]
     return JobOptions(
         input=settings["input"], output=settings["output"],
@@ -281,7 +273,7 @@ def aggregate_options(args: argparse.Namespace):
     return AggregateOptions(stats=args.stats, output=args.output, group_by=group_by,
                             grouping_sets=parse_grouping_sets(args.grouping_sets),
                             where=args.where, report=bool(args.report), engine=args.engine,
-                            config=config, weights=_weights(_csv(args.weights) if args.weights else None),
+                            config=config, weights=_csv(args.weights) if args.weights is not None else None,
                             confidence=bool(args.confidence), paired_bs=bool(args.paired_bs),
                             baseline=args.baseline)
 
@@ -346,8 +338,7 @@ def run_score(args: argparse.Namespace) -> int:
     rows = result.run["rows"]
     _print_scores(result, f"rows: read {rows['read']}, scored {rows['scored']}, "
                           f"rejected {rows['rejected']}")
-    for warning in result.run["warnings"]:
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    _print_warnings(result.run["warnings"])
     if result.run["unmatched_reference_segments"]:
         print(f"{PROG}: note: {result.run['unmatched_reference_segments']} reference segments "
               f"matched no candidate", file=sys.stderr)
@@ -372,6 +363,7 @@ def run_aggregate(args: argparse.Namespace) -> int:
             _stop_spark(spark)
     rows = result.run["rows"]
     _print_scores(result, f"segments: scored {rows['scored']}, rejected {rows['rejected']}")
+    _print_warnings(result.run["warnings"])
     print(f"wrote {options.output} in {result.run['timings']['total_s']:.1f} s")
     return 0
 
@@ -382,6 +374,11 @@ def _print_scores(result, counts: str) -> None:
     if result.paired:
         print("\n" + format_paired(result.paired))
     print(f"\n{counts}  |  signature: {_signatures(result.scores)}")
+
+
+def _print_warnings(warnings: List[str]) -> None:
+    for warning in warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
 
 
 def _shown_columns(scores: List[dict]) -> List[str]:

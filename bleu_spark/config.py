@@ -1,11 +1,11 @@
 """BleuConfig: the metric's settings, with sacrebleu 2.6's defaults, validated once."""
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from . import ranges
 from .errors import ModelFileError, UsageError
 
 # Tokenizer names as sacrebleu 2.6 spells them, plus `auto` (choose by target language).
@@ -18,10 +18,8 @@ AUTO = "auto"
 TOKENIZER_BY_TARGET_LANGUAGE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}
 DEFAULT_TOKENIZER = "13a"
 
-# The highest n-gram order accepted. sacrebleu has no bound, but BLEU is defined up to 4 (NIST
-# used 5) and orders past 10 say nothing more: only segments of 10+ tokens have any such n-gram,
-# and each order adds two columns to every statistics row and one counting pass per batch.
-MAX_NGRAM_ORDER = 10
+# The highest n-gram order accepted (sacrebleu has no bound; why 10: `ranges`).
+MAX_NGRAM_ORDER = ranges.RANGES["--max-ngram-order"][2]
 
 # Smoothing method -> default smoothing value (None: the method takes no value).
 SMOOTH_DEFAULTS = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}
@@ -54,14 +52,9 @@ class BleuConfig:
         if self.smooth_method not in SMOOTH_DEFAULTS:
             raise UsageError(f"unknown smoothing method {self.smooth_method!r}; "
                              f"choose one of: {', '.join(SMOOTH_DEFAULTS)}")
-        if self.smooth_value is not None and not (
-                isinstance(self.smooth_value, (int, float)) and math.isfinite(self.smooth_value)
-                and self.smooth_value >= 0):
-            raise UsageError(f"smooth value must be a non-negative number, got {self.smooth_value!r}")
-        if (not isinstance(self.max_ngram_order, int) or isinstance(self.max_ngram_order, bool)
-                or not 1 <= self.max_ngram_order <= MAX_NGRAM_ORDER):
-            raise UsageError(f"max n-gram order must be an integer from 1 to {MAX_NGRAM_ORDER}, "
-                             f"got {self.max_ngram_order!r}")
+        if self.smooth_value is not None:
+            ranges.check("--smooth-value", self.smooth_value)
+        ranges.check("--max-ngram-order", self.max_ngram_order)
         object.__setattr__(self, "weights", self._checked_weights())
         if self.tokenize in SPM_TOKENIZERS:
             self.require_spm_model(self.tokenize)
@@ -69,13 +62,11 @@ class BleuConfig:
     def _checked_weights(self) -> Optional[Tuple[float, ...]]:
         if self.weights is None:
             return None
-        weights = tuple(float(w) for w in self.weights)
+        weights = ranges.check_weights(self.weights)
         order = self.max_ngram_order
         if len(weights) != order:
             raise UsageError(f"{len(weights)} weights given for max n-gram order {order}; "
                              f"give exactly {order}")
-        if any(not math.isfinite(w) or w < 0 for w in weights) or abs(sum(weights) - 1) > 1e-6:
-            raise UsageError(f"weights must be non-negative and sum to 1, got {','.join(map(str, weights))}")
         # Uniform weights are standard BLEU: keep sacrebleu's exact arithmetic and signature.
         if all(abs(w - 1 / order) < 1e-12 for w in weights):
             return None

@@ -67,6 +67,12 @@ class EmptySelectionError(BleuSparkError):
     exit_code = 13
 
 
+class BaselineNotFoundError(BleuSparkError):
+    """--baseline names a system in none of the compared groups: most likely a typo, which an
+    empty set of paired tests would hide. Its own code, as it depends on the data read."""
+    exit_code = 14
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: the run stops, cleans its staging folder and exits with
     128 + the signal number (130, 143). A BaseException, so no `except Exception` swallows it."""

@@ -149,6 +149,30 @@ def add_up(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     return pa.table({c: columns[c] for c in [*keys, *values]})
 
 
+def check_measurement(table: pa.Table) -> None:
+    """Saved statistics are of the metric and format this installation scores: other ones (chrF
+    sums in BLEU's columns, a newer layout) would be scored as BLEU of this format without a
+    word, so they are refused, naming what was found and what is supported."""
+    supported = {"metric": METRIC, "format_version": FORMAT_VERSION}
+    problems = []
+    for column, wanted in supported.items():
+        found = [v for v in pc.unique(table[column]).to_pylist() if v != wanted]
+        if found:
+            problems.append(f"{column} {', '.join(sorted(map(str, found)))} "
+                            f"(this installation reads {column} {wanted} only)")
+    if problems:
+        raise IncompatibleStatisticsError(f"statistics of {'; '.join(problems)}")
+
+
+def scored_values(table: pa.Table, column: str) -> set:
+    """The values of `column` in groups with scored segments (e.g. the systems a paired test
+    can compare)."""
+    scored = table.filter(pc.greater(table["n_segments"], 0))
+    return set(scored[column].to_pylist())
+
+
+
+
 _COMBINE = {"min_refs": "min", "max_refs": "max", RESAMPLING: "label",
             REPLICATE_SUMS: "lists", TRIAL_SUMS: "lists"}
 

@@ -4,7 +4,7 @@ import pytest
 
 from bleu_spark import cli
 from bleu_spark.cli import build_parser, effective_settings, job_options, main
-from bleu_spark.errors import ConfigFileError
+from bleu_spark.errors import ConfigFileError, OutputError
 
 
 # --- the job file: values of the wrong type ------------------------------------------------
@@ -65,7 +65,69 @@ def test_max_ngram_order_out_of_range_is_exit_2(tmp_path, capsys, order):
                  "--max-ngram-order", order])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
-    assert f"max n-gram order must be an integer from 1 to 10, got {order}" in err
+    assert f"--max-ngram-order must be an integer from 1 to 10, got {order}" in err
+
+
+# --- every option's range, checked before any work ----------------------------------------------
+
+TOO_BIG_SEED = "1180591620717411303424"  # 2**70: no int64 column or signature holds it
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--confidence", "--seed", TOO_BIG_SEED],
+     f"--seed must be an integer from 0 to 9223372036854775807, got {TOO_BIG_SEED}"),
+    (["--confidence", "--seed", "-1"], "--seed must be an integer from 0 to 9223372036854775807, got -1"),
+    (["--confidence", "--n-bootstrap", "0"], "--n-bootstrap must be an integer from 1 to 100000, got 0"),
+    (["--paired-ar", "--baseline", "A", "--n-ar-trials", "100001"], "--n-ar-trials must be an integer"),
+    (["--progress-seconds", "nan"], "--progress-seconds must be a number from 0 to 9223372036, got nan"),
+    (["--progress-seconds", "-1"], "--progress-seconds must be a number from 0"),
+    (["--smooth-method", "floor", "--smooth-value", "inf"], "--smooth-value must be a number of at least 0"),
+    (["--weights", "0.5,0.5,0.5,-0.5"], "--weights must be non-negative and sum to 1, got 0.5,0.5,0.5,-0.5"),
+    (["--weights", "a,b,c,d"], "--weights must be comma-separated numbers"),
+    (["--baseline", "A"], "--baseline is only used with --paired-bs or --paired-ar"),
+])
+def test_an_option_out_of_range_is_exit_2_before_any_work(tmp_path, capsys, monkeypatch, args, message):
+    from bleu_spark.spark import job
+
+    monkeypatch.setattr(job, "preflight", lambda options: pytest.fail("work began"))
+    code = main(["score", "--input", "in.parquet", "--output", str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("line,message", [
+    (f"seed: {TOO_BIG_SEED}", "--seed must be an integer from 0 to 9223372036854775807"),
+    ("n_bootstrap: 0", "--n-bootstrap must be an integer from 1 to 100000, got 0"),
+    ("progress_seconds: .inf", "--progress-seconds must be a number from 0 to 9223372036, got inf"),
+    ("weights: [0.5, 0.5, 0.5, 0.5]", "--weights must be non-negative and sum to 1"),
+    ("max_ngram_order: 11", "--max-ngram-order must be an integer from 1 to 10, got 11"),
+])
+def test_a_job_file_value_out_of_range_is_the_same_exit_2(tmp_path, capsys, line, message):
+    job = tmp_path / "job.yaml"
+    job.write_text(f"input: in.parquet\noutput: {tmp_path / 'out'}\nconfidence: true\n{line}\n")
+    assert main(["score", "--config", str(job)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--weights", "0.5,0.5,0.5,0.5"], "--weights must be non-negative and sum to 1"),
+    (["--weights", ""], "--weights must be non-negative and sum to 1, got none"),
+    (["--baseline", "A"], "--baseline is only used with --paired-bs or --paired-ar"),
+    (["--confidence", "--baseline", "A"], "--baseline is only used with --paired-bs or --paired-ar"),
+    (["--paired-bs"], "--paired-bs and --paired-ar need --baseline SYSTEM"),
+    (["--smooth-value", "-1"], "--smooth-value must be a number of at least 0"),
+])
+def test_aggregate_checks_its_options_before_reading(tmp_path, capsys, monkeypatch, args, message):
+    from bleu_spark import aggregate
+
+    monkeypatch.setattr(aggregate, "run_aggregate", lambda *a: pytest.fail("work began"))
+    code = main(["aggregate", "--stats", str(tmp_path / "stats"), "--output", str(tmp_path / "out"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out").exists()
 
 
 def test_max_ngram_order_10_is_sacrebleus_score():
@@ -511,6 +573,51 @@ def test_an_output_beside_the_input_glob_is_fine():
     check_output_outside_input("in/a.parquet", "in/out")
 
 
+# --- a path that exists is that path, whatever its name holds ---------------------------------------
+
+def write_named(root):
+    """Files whose names hold glob characters, beside the files their names match as patterns."""
+    def one(name, system):
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"system": [system], "langpair": ["de-en"], "candidate": ["the cat sat on the mat"],
+                                 "references": [["the cat sat on a mat"]]}), path)
+
+    one("a[1].parquet", "bracket")
+    one("a1.parquet", "a1")
+    one("b{x}.parquet", "brace")
+    one("bx.parquet", "bx")
+    one("d[1]/langpair=de-en/part-0.parquet", "hive")
+
+
+def test_local_files_take_a_name_that_exists_as_itself(tmp_path):
+    from bleu_spark.spark.io import check_output_outside_input, hive_base, local_files
+
+    write_named(tmp_path)
+    assert local_files(str(tmp_path / "a[1].parquet")) == [str(tmp_path / "a[1].parquet")]
+    assert local_files("file://" + str(tmp_path / "b{x}.parquet")) == [str(tmp_path / "b{x}.parquet")]
+    assert local_files(str(tmp_path / "a[1]*.parquet")) == [str(tmp_path / "a1.parquet")]  # no such file: a glob
+    assert hive_base(str(tmp_path / "d[1]/langpair=de-en")) == str(tmp_path / "d[1]")
+    with pytest.raises(OutputError, match="lies inside the input"):
+        check_output_outside_input(str(tmp_path / "d[1]"), str(tmp_path / "d[1]/out"))
+    check_output_outside_input(str(tmp_path / "d[1]"), str(tmp_path / "d1"))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("scan", ["auto", "spark"])  # read by the Python workers, or by Spark
+@pytest.mark.parametrize("name,systems", [("a[1].parquet", ["bracket"]), ("b{x}.parquet", ["brace"]),
+                                          ("a[1]*.parquet", ["a1"]), ("d[1]/langpair=de-en", ["hive"])])
+def test_a_path_with_glob_characters_that_exists_is_read_as_itself(spark, tmp_path, scan, name, systems):
+    from bleu_spark.spark.job import JobOptions, run_job
+    from bleu_spark.spark.session import OnDemandSession
+
+    write_named(tmp_path / "in")
+    on_demand = OnDemandSession(spark.sparkContext)  # the session as the console script has it
+    result = run_job(on_demand, JobOptions(input=str(tmp_path / "in" / name), scan=scan, progress_seconds=0))
+    assert [(r["system"], r["langpair"]) for r in result.scores] == [(s, "de-en") for s in systems]
+    assert result.run["layout"]["scan"] == ("arrow" if scan == "auto" else "spark")
+
+
 # --- folders whose files disagree or are damaged ---------------------------------------------------
 
 def _part(folder, name, candidate=("the cat sat on the mat",)):
@@ -702,3 +809,44 @@ def test_group_by_system_on_one_language_pair_and_a_repeated_group_column_are_sc
                                                               [[r["references"][0] for r in rows[:2]]])
         assert [r["system"] for r in scores] == ["A", "B"]
         assert all(r["tokenize"] == "zh" and r["score"] == expected.score for r in scores)
+
+
+# --- a paired test against a system that is not there ---------------------------------------------
+
+def test_a_missing_baseline_is_named_with_a_few_systems_that_exist():
+    from bleu_spark.bootstrap import Resampling
+    from bleu_spark.errors import BaselineNotFoundError
+
+    resampling = Resampling(paired_bs=True, baseline="sysZ")
+    resampling.check_baseline({"sysZ", "A"})
+    with pytest.raises(BaselineNotFoundError, match=r"^--baseline 'sysZ' is in no comparison group; "
+                                                    r"systems scored: s0, s1, s2, s3, s4, \.\.\. \(7 in all\)$"):
+        resampling.check_baseline({f"s{i}" for i in range(7)})
+    assert BaselineNotFoundError.exit_code == 14
+
+
+@pytest.mark.spark
+def test_a_baseline_in_no_comparison_group_is_exit_14_and_nothing_is_written(spark, tmp_path, capsys):
+    from bleu_spark.errors import BaselineNotFoundError
+
+    pairs = [("the cat sat", "the cat sat down"), ("a dog ran off", "a dog ran")]
+    rows = [{"system": s, "langpair": lp, "candidate": c, "references": [r]}
+            for lp, systems in (("de-en", "AB"), ("en-de", "AC")) for s in systems for c, r in pairs]
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    common = ["--input", str(path), "--progress-seconds", "0", "--paired-bs", "--n-bootstrap", "50"]
+    with pytest.raises(BaselineNotFoundError, match="'sysZ' is in no comparison group; systems scored: A, B, C$"):
+        score_in_process(spark, *common, "--baseline", "sysZ", "--output", str(tmp_path / "none"))
+    assert not (tmp_path / "none").exists()
+    # B is in de-en only: de-en is tested, en-de has a warning, as before.
+    result = score_in_process(spark, *common, "--baseline", "B", "--output", str(tmp_path / "out"))
+    assert [(r["langpair"], r["system"]) for r in result.paired] == [("de-en", "A")]
+    assert result.run["warnings"] == ["no baseline 'B' in langpair=en-de: no paired tests there"]
+
+    aggregate = ["aggregate", "--stats", str(tmp_path / "out"), "--paired-bs", "--output", str(tmp_path / "agg")]
+    assert main([*aggregate, "--baseline", "nobody"]) == 14
+    assert capsys.readouterr().err == ("bleu-spark: error: --baseline 'nobody' is in no comparison group; "
+                                       "systems scored: A, B, C\n")
+    assert not (tmp_path / "agg").exists()
+    assert main([*aggregate, "--baseline", "B"]) == 0
+    assert capsys.readouterr().err == "bleu-spark: warning: no baseline 'B' in langpair=en-de: no paired tests there\n"

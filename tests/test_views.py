@@ -80,6 +80,25 @@ def test_aggregate_refuses_to_sum_different_measurements(tmp_path, other, code, 
     assert apart.returncode == 0, apart.stderr
 
 
+
+
+@pytest.mark.parametrize("column,value,message", [
+    ("metric", "chrf", "statistics of metric chrf (this installation reads metric bleu only)"),
+    ("format_version", 2, "statistics of format_version 2 (this installation reads format_version 1 only)"),
+])
+def test_statistics_of_another_metric_or_format_are_exit_11(tmp_path, capsys, column, value, message):
+    from bleu_spark.cli import main
+
+    rng = random.Random(4)
+    other = measured(rng, 5, system="B")[0]
+    other = other.set_column(other.schema.get_field_index(column), column,
+                             pa.array([value], other.schema.field(column).type))
+    folder = save(tmp_path / "saved", measured(rng, 5, system="A")[0], other)
+    assert main(["aggregate", "--stats", folder, "--output", str(tmp_path / "out")]) == 11
+    assert capsys.readouterr().err == f"bleu-spark: error: {message}\n"
+    assert not (tmp_path / "out").exists()
+    # A slice of this installation's statistics alone is scored.
+    assert main(["aggregate", "--stats", folder, "--output", str(tmp_path / "out"), "--where", "system = 'A'"]) == 0
 @pytest.mark.parametrize("args,code,message", [
     (["--where", "no_such_column = 1"], 2, "bad --where predicate"),
     (["--group-by", "customer"], 4, "statistics have no group column customer"),

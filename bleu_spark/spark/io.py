@@ -4,6 +4,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Optional, Sequence
@@ -22,6 +23,42 @@ ATOMIC_TYPES = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType
 
 def is_local(path: str) -> bool:
     return "://" not in path or path.startswith("file://")
+
+
+def _local(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def exists_as_given(path: str) -> bool:
+    """A local path that exists is read as that path, whatever its name holds (brackets, `*`,
+    `?`, braces): only a path that does not exist as given is read as a glob."""
+    return is_local(path) and os.path.exists(_local(path))
+
+
+# The characters Hadoop's glob reads as a pattern (Spark's `isGlobPath`); a backslash before
+# one makes it stand for itself.
+_HADOOP_GLOB = re.compile(r"([{}\[\]*?\\])")
+
+
+def spark_path(spark: SparkSession, path: str) -> str:
+    """`path` as Spark's reader is to be given it: when it exists as given (asked of Hadoop's
+    file system, so a remote path too), its glob characters are escaped so that Spark reads
+    that path and not the files its name would match as a pattern."""
+    scheme, rest = re.match(r"([A-Za-z][\w+.-]*://[^/]*)?(.*)", path).groups()
+    if not _HADOOP_GLOB.search(rest) or not _hadoop_exists(spark, path):
+        return path
+    return (scheme or "") + _HADOOP_GLOB.sub(r"\\\1", rest)
+
+
+def _hadoop_exists(spark: SparkSession, path: str) -> bool:
+    from py4j.protocol import Py4JError
+
+    context = spark.sparkContext  # no SQL session needed (the console's starts on demand)
+    try:
+        hadoop_path = context._jvm.org.apache.hadoop.fs.Path(path)
+        return bool(hadoop_path.getFileSystem(context._jsc.hadoopConfiguration()).exists(hadoop_path))
+    except Py4JError:  # no file system for the scheme, say: the reader then says it in one line
+        return False
 
 
 def _hidden(name: str) -> bool:
@@ -43,10 +80,12 @@ def _partition_like(part: str) -> bool:
     return "=" in part and bool(key) and not glob.has_magic(key)
 
 
-def hive_base(path: str) -> Optional[str]:
+def hive_base(path: str, literal: Optional[bool] = None) -> Optional[str]:
     """The folder a Hive layout starts at, when the path names files or folders inside one
     (`in/langpair=*/*.parquet`, `in/langpair=de-en`): Spark keeps the partition columns of a
-    path below its `basePath` only. None when the path has no `key=value` folders at its end."""
+    path below its `basePath` only. None when the path has no `key=value` folders at its end.
+    `literal`: whether the path exists as given (is no glob); by default asked of a local path."""
+    literal = exists_as_given(path) if literal is None else literal
     parts = path.rstrip("/").split("/")
     end = len(parts) if _partition_like(parts[-1]) else len(parts) - 1
     start = end
@@ -55,7 +94,7 @@ def hive_base(path: str) -> Optional[str]:
     if start == end:
         return None
     base = "/".join(parts[:start]) or "/"
-    if glob.has_magic(base):
+    if glob.has_magic(base) and not literal:
         raise InputNotFoundError(f"input {path} names partition folders ({parts[start]}) below a "
                                  f"glob ({base}): Spark cannot keep their columns; name the folder "
                                  f"the partitions start in")
@@ -66,8 +105,11 @@ def local_files(path: str, what: str = "input", summaries: bool = False) -> list
     """The data files a local file, folder or glob names, as Spark reads them: folders matched
     are read whole, files Spark does not read as data are left out. With `summaries`, the
     Parquet summary files Spark lists beside them instead."""
-    local = path[len("file://"):] if path.startswith("file://") else path
-    matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local] * os.path.exists(local)
+    local = _local(path)
+    if os.path.exists(local):  # itself, whatever characters its name holds
+        matches = [local]
+    else:
+        matches = sorted(glob.glob(local)) if glob.has_magic(local) else []
     if not matches:
         raise InputNotFoundError(f"{what} path not found: {path}")
     wanted = _summary if summaries else (lambda name: not _hidden(name))
@@ -87,8 +129,10 @@ def check_output_outside_input(input_path: str, output: str, what: str = "input"
     would be read as input by the next run: refused (local paths; elsewhere not checked)."""
     if not (is_local(input_path) and is_local(output)):
         return
-    strip = lambda p: os.path.abspath(p[len("file://"):] if p.startswith("file://") else p)
-    pattern, out = strip(input_path).split("/"), strip(output).split("/")
+    pattern = os.path.abspath(_local(input_path))
+    if exists_as_given(input_path):  # its name is itself, not a pattern
+        pattern = glob.escape(pattern)
+    pattern, out = pattern.split("/"), os.path.abspath(_local(output)).split("/")
     # out, or a folder above it, is the input or one of its glob's matches (component by component)
     if len(pattern) <= len(out) and all(fnmatch.fnmatchcase(o, p) for o, p in zip(out, pattern)):
         raise OutputError(f"output {output} lies inside the {what} {input_path}: its files would "
@@ -138,7 +182,7 @@ def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
         return None
     import pyarrow.dataset as ds
 
-    local = path[len("file://"):] if path.startswith("file://") else path
+    local = _local(path)
     files = local_files(path, what)
     base = hive_base(local) or (local if os.path.isdir(local) else None)
     if not files:
@@ -203,10 +247,11 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
 
     try:
         reader = spark.read.option("mergeSchema", str(merge_schema).lower())
-        base = hive_base(path)
-        if base is not None:
+        given = spark_path(spark, path)
+        base = hive_base(path, literal=given != path)
+        if base is not None:  # a folder's own name: Spark does not glob it
             reader = reader.option("basePath", base)
-        return (reader.schema(schema) if schema is not None else reader).parquet(path)
+        return (reader.schema(schema) if schema is not None else reader).parquet(given)
     except AnalysisException as exc:
         condition = exc.getCondition() or ""
         if "UnsupportedFileSystemException" in str(exc) or "No FileSystem for scheme" in str(exc):

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import __version__, bootstrap, output as out, statstable, views
+from .. import __version__, bootstrap, output as out, ranges, statstable, views
 from ..config import AUTO, BleuConfig
 from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
 from ..stats import stats_names
@@ -71,6 +71,7 @@ class JobOptions:
                              f"choose one of: {', '.join(ON_INVALID)}")
         if self.scan not in SCANS:
             raise UsageError(f"unknown --scan {self.scan!r}; choose one of: {', '.join(SCANS)}")
+        ranges.check("--progress-seconds", self.progress_seconds)
         if not self.references_cols:
             raise UsageError("--references-col needs at least one column")
         if self.group_by is not None and self.grouping_sets is not None:
@@ -332,6 +333,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if resampling.paired_bs or resampling.paired_ar:
             paired, missing = views.paired_rows(measurement.stats, measurement.sets, options.config,
                                                 resampling, measurement.segments)
+            resampling.check_baseline(statstable.scored_values(measurement.stats, "system"))
             measurement.warnings += missing
         timings = {"score_s": time.time() - started}
         run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id,
