@@ -67,6 +67,18 @@ def partition_path(partition_by: Sequence[str], values: Sequence) -> str:
     return "/".join(partition_folder(c, v) for c, v in zip(partition_by, values))
 
 
+def check_partition_names(partition_by: Sequence[str]) -> None:
+    """A partition column is a folder key (`col=value`): a name readers would split, decode or
+    skip differently (`day=of` read back as nulls; `_x`, `.x` are hidden files) is refused."""
+    for column in partition_by:
+        bad = (not column or column[0] in "._" or any(c in "=/\\%" for c in column)
+               or any(ord(c) < 0x20 or ord(c) == 0x7f for c in column))
+        if bad:
+            raise UsageError(f"--partition-by column {column!r} cannot name a Hive partition "
+                             f"folder (no '=', '/', '\\', '%', control characters, leading '.' or "
+                             f"'_', or empty name); rename the column")
+
+
 def check_partition_columns(schema: pa.Schema, partition_by: Sequence[str]) -> None:
     for column in partition_by:
         kind = str(schema.field(column).type)
@@ -298,6 +310,7 @@ class PartitionedOutput(_Output):
     """DIR kept; the partitions a run produced swapped in, one at a time, under a lock."""
 
     def __init__(self, uri: str, partition_by: Sequence[str], run_id: str):
+        check_partition_names(partition_by)
         fs, path = filesystem(uri.rstrip("/") or "/")
         super().__init__(uri, partition_by, run_id, f"{path}/.staging-{run_id}")
 

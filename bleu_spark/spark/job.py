@@ -76,6 +76,7 @@ class JobOptions:
         if self.group_by is not None and self.grouping_sets is not None:
             raise UsageError("give --group-by or --grouping-sets, not both")
         inputs.check_reference_options(self)
+        out.check_partition_names(self.partition_by)
 
 
 @dataclass
