@@ -122,6 +122,7 @@ def read(path: str, where: Optional[str] = None) -> pa.Table:
     types the writing run recorded). `where`: a SQL predicate over its columns (DuckDB)."""
     import pyarrow.dataset as ds
 
+    output.recover_before_reading(path)  # never a half-committed folder
     fs, root = output.filesystem(path)
     marker = output.read_marker(fs, root)
     if marker is not None:

@@ -42,3 +42,123 @@ def test_partition_columns_that_cannot_name_a_folder_are_refused(tmp_path, capsy
     err = capsys.readouterr().err
     assert code == 2 and "cannot name a Hive partition folder" in err
     assert len(err.strip().splitlines()) == 1 and os.listdir(tmp_path) == []
+
+
+# --- a commit killed at every step, then recovered ------------------------------------------
+
+import functools
+import itertools
+import multiprocessing
+import shutil
+
+
+@functools.lru_cache(maxsize=None)
+def stats_of(run, day):
+    return measured(random.Random(f"{run}{day}"), 3, day=day, run=run)[0]
+
+
+def write_run(folder, run, days, rejected_days, partition_by=("day",)):
+    """A run's tables (every row names its run), committed as `score` commits them."""
+    out = output.open_output(folder, partition_by, run)
+    out.write_table("stats", pa.concat_tables([stats_of(run, d) for d in days]))
+    for table in ("scores", "dashboard"):
+        out.write_table(table, pa.table({"day": days, "run": [run] * len(days)}))
+    if rejected_days:
+        out.write_table("rejected", pa.table({"day": rejected_days, "run": [run] * len(rejected_days),
+                                              "reason": ["empty candidate"] * len(rejected_days)}))
+    out.write_json("scores.json", {"run": run})
+    out.commit({"run_id": run, "run": run})
+
+
+OLD = ("A", ["d1", "d2", "d3"], ["d2"])
+NEW = ("B", ["d2", "d3", "d4"], ["d3"])  # d1 kept, d2 loses its rejected rows, d4 is new
+
+
+def state(folder):
+    """Every file of the result a reader sees (not the lock, not staging folders)."""
+    return {p: data for p, data in files_of(folder).items()
+            if not p.startswith((".staging-", ".lock"))}
+
+
+def killer(at):
+    steps = itertools.count(1)
+
+    def hook(what):
+        if next(steps) == at:
+            os._exit(77)
+    return hook
+
+
+def in_child(target, *args, kill_at=None):
+    """`target(*args)` in a forked process that dies (os._exit, as SIGKILL: no cleanup) at the
+    kill_at-th file system step of a commit or recovery; its exit code."""
+    def run():
+        output.commit_hook = killer(kill_at) if kill_at else None
+        target(*args)
+    process = multiprocessing.get_context("fork").Process(target=run)
+    process.start()
+    process.join(60)
+    return process.exitcode
+
+
+def count_steps(target, *args):
+    steps = []
+    output.commit_hook = steps.append
+    try:
+        target(*args)
+    finally:
+        output.commit_hook = None
+    return len(steps)
+
+
+def committed(folder, run, days, rejected_days, partition_by):
+    """The run with its commit killed at the hook's step (the hook is set for the commit only)."""
+    hook, output.commit_hook = output.commit_hook, None
+    original = output.PartitionedOutput.commit if partition_by else output.WholeOutput.commit
+
+    def commit(self, *args, **kwargs):
+        output.commit_hook = hook
+        return original(self, *args, **kwargs)
+    setattr(output.PartitionedOutput if partition_by else output.WholeOutput, "commit", commit)
+    write_run(folder, run, days, rejected_days, partition_by)
+
+
+def read_back(folder):
+    rows = statstable.read(folder).select(["day", "run"]).to_pylist()
+    return {(r["day"], r["run"]) for r in rows}
+
+
+def reopen(folder, partition_by):
+    output.open_output(folder, partition_by).abort()
+
+
+@pytest.mark.parametrize("partition_by", [("day",), ()], ids=["partitioned", "whole"])
+def test_a_commit_killed_at_any_step_is_finished_or_undone_by_the_next_reader_or_run(tmp_path, partition_by):
+    old, new = str(tmp_path / "old" / "out"), str(tmp_path / "new" / "out")
+    write_run(old, *OLD, partition_by)
+    shutil.copytree(tmp_path / "old", tmp_path / "new")
+    steps = count_steps(write_run, new, *NEW, partition_by)
+    assert steps >= (30 if partition_by else 4)
+    expected = {"old": state(old), "new": state(new)}
+    data = {"old": read_back(old), "new": read_back(new)}
+    assert expected["old"] != expected["new"] and data["old"] != data["new"]
+    seen = set()
+    for k in range(1, steps + 1):
+        place = tmp_path / f"k{k}"
+        shutil.copytree(tmp_path / "old", place)
+        folder = str(place / "out")
+        assert in_child(committed, folder, *NEW, partition_by, kill_at=k) == 77, k
+        # recovery killed too, at one of its first steps, then recovered again
+        reader = read_back if k % 2 else (lambda f: reopen(f, partition_by))
+        in_child(reader, folder, kill_at=k % 3 + 1)
+        got = reader(folder) if k % 2 else (reader(folder), read_back(folder))[1]
+        now = state(folder)
+        which = [name for name, files in expected.items() if files == now]
+        assert which, (k, sorted(set(now) ^ set(expected["new"])))
+        assert got == data[which[0]], k
+        seen.add(which[0])
+        reopen(folder, partition_by)  # and nothing of the dead run is left behind
+        leftovers = os.listdir(folder if partition_by else place)
+        assert not [p for p in leftovers if p.startswith((".staging-", ".out."))], (k, leftovers)
+        shutil.rmtree(place)
+    assert seen == {"old", "new"}  # killed before its journal: undone; after: finished

@@ -16,6 +16,7 @@ from . import io
 
 
 def read_stats(spark: SparkSession, path: str, where=None) -> pa.Table:
+    out.recover_before_reading(path)  # never a half-committed folder
     fs, root = out.filesystem(path)
     marker = out.read_marker(fs, root)
     stats_path = path.rstrip("/") + "/stats" if marker else path
