@@ -302,6 +302,15 @@ def _rows_of(table: pa.Table, columns: Sequence[str], values: Sequence) -> pa.Ar
     return mask
 
 
+def rows_outside(table: pa.Table, partition_by: Sequence[str], partitions: Sequence[str]) -> pa.Table:
+    """The rows of `table` whose partition folder (`col=v/...`) is not one of `partitions`."""
+    dropped = set(partitions)
+    kept = [table.filter(_rows_of(table, partition_by, values))
+            for values in _partition_values(table, partition_by)
+            if partition_path(partition_by, values) not in dropped]
+    return pa.concat_tables(kept) if kept else table.slice(0, 0)
+
+
 class WholeOutput(_Output):
     """DIR replaced whole by a staging folder beside it."""
 
@@ -316,9 +325,11 @@ class WholeOutput(_Output):
     def check(self) -> None:
         _check_replaceable(self.fs, self.path, self.uri, partitioned=False)
 
-    def commit(self, run: dict) -> None:
+    def commit(self, run: dict, prepare=None) -> None:
         """DIR -> .DIR.old-<run>, staging -> DIR, after a journal that lets a later run or reader
         finish the swap if this process dies between the moves (DIR is never left missing)."""
+        if prepare is not None:
+            prepare(self)
         self.write_json(RUN_FILE, run)
         self.write_json(MARKER, self.marker())
         self.write_bytes(SUCCESS, b"")
@@ -615,15 +626,6 @@ def check_output(uri: str, partition_by: Sequence[str] = ()) -> None:
     """The checks `open_output` makes, without creating anything (preflight)."""
     output = PartitionedOutput(uri, partition_by, "check") if partition_by else WholeOutput(uri, "check")
     output.check()
-
-
-def replace_file(uri: str, name: str, data: bytes) -> None:
-    """One top-level file of DIR replaced in one rename (readers see the old or the new one)."""
-    fs, path = filesystem(uri)
-    staged = f"{path}/.{name}.{uuid.uuid4().hex[:8]}"
-    with fs.open_output_stream(staged) as stream:
-        stream.write(data)
-    fs.move(staged, f"{path}/{name}")
 
 
 def new_run_id() -> str:

@@ -162,3 +162,52 @@ def test_a_commit_killed_at_any_step_is_finished_or_undone_by_the_next_reader_or
         assert not [p for p in leftovers if p.startswith((".staging-", ".out."))], (k, leftovers)
         shutil.rmtree(place)
     assert seen == {"old", "new"}  # killed before its journal: undone; after: finished
+
+
+# --- everything that can fail is checked before the commit ----------------------------------
+
+import pyarrow.parquet as pq
+
+
+def day_rows(date, batch=None, rows=4, empty_candidate=False):
+    rng = random.Random(date)
+    table = [{"run_date": date, "batch": batch, "system": s, "langpair": "de-en",
+              "candidate": "" if empty_candidate and i == 0 else " ".join(rng.choice("aAbBcC") for _ in range(6)),
+              "references": [" ".join(rng.choice("aAbBcC") for _ in range(6))]}
+             for s in ("A", "B") for i in range(rows)]
+    return pa.Table.from_pylist(table, pa.schema([
+        ("run_date", pa.string()), ("batch", pa.string()), ("system", pa.string()),
+        ("langpair", pa.string()), ("candidate", pa.string()), ("references", pa.list_(pa.string()))]))
+
+
+def score(spark, tmp_path, table, name, out, *args):
+    from test_hostile import score_in_process
+
+    path = str(tmp_path / f"{name}.parquet")
+    pq.write_table(table, path)
+    return score_in_process(spark, "--input", path, "--output", str(out), "--progress-seconds", "0",
+                            "--group-by", "system", *args)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("day1,day2,error", [
+    (["--tokenize", "intl"], ["--tokenize", "13a"], "MixedTokenizerGroupError"),
+    ([], ["--lowercase"], "IncompatibleStatisticsError"),
+])
+def test_a_report_that_cannot_be_drawn_fails_the_run_before_its_commit(spark, tmp_path, day1, day2, error):
+    from bleu_spark import errors
+
+    out = tmp_path / "out"
+    score(spark, tmp_path, day_rows("2026-01-01"), "d1", out, "--partition-by", "run_date", *day1)
+    before = files_of(out)
+    with pytest.raises(getattr(errors, error)) as raised:
+        score(spark, tmp_path, day_rows("2026-01-02"), "d2", out, "--partition-by", "run_date",
+              "--report", *day2)
+    assert raised.value.exit_code == (10 if error.startswith("Mixed") else 11)
+    assert files_of(out) == before  # no partition, run.json or runs/ entry of the failed run
+    assert not [p for p in os.listdir(out) if p.startswith(".staging-")]
+    # and the report a run can draw covers the partitions kept plus its own
+    score(spark, tmp_path, day_rows("2026-01-02"), "d2", out, "--partition-by", "run_date",
+          "--report", *day1)
+    page = (out / "report.html").read_text()
+    assert "2026-01-01" in page and "2026-01-02" in page

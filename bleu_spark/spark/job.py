@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import __version__, bootstrap, output as out, statstable, views
+from .. import __version__, bootstrap, output as out, views
 from ..config import AUTO, BleuConfig
 from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
 from ..stats import stats_names
@@ -341,13 +341,13 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         timings["total_s"] = time.time() - started
         run["timings"] = timings
         if output:
-            output.commit(run)
-            if options.report and options.partition_by:
-                # The report of a partitioned folder covers every partition it holds.
-                hashed = resampling if resampling.method == bootstrap.POISSON else None
-                page = views.report_html(statstable.read(options.output), measurement.sets,
-                                         options.config, options.partition_by, run, resampling=hashed)
-                out.replace_file(options.output, "report.html", page.encode())
+            # The report of a partitioned folder covers every partition it will hold: drawn under
+            # the commit's lock, before any move, so a group it cannot score leaves DIR as it was.
+            hashed = resampling if resampling.method == bootstrap.POISSON else None
+            report = (lambda staged: views.write_partitioned_report(
+                staged, measurement.stats, measurement.sets, options.config, run, hashed)) \
+                if options.report and options.partition_by else None
+            output.commit(run, report)
         return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)
     except BaseException as exc:
         if output:
