@@ -17,6 +17,7 @@ import contextlib
 import json
 import math
 import os
+import urllib.parse
 import uuid
 from typing import Dict, Optional, Sequence
 
@@ -74,6 +75,12 @@ def partition_folder(column: str, value) -> str:
         return f"{column}={NULL_PARTITION}"
     text = str(value).lower() if isinstance(value, bool) else str(value)
     return f"{column}=" + "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
+
+
+def partition_value(folder: str):
+    """The value a folder `col=...` names, as `partition_folder` wrote it (`col=` is '')."""
+    text = folder.split("=", 1)[1]
+    return None if text == NULL_PARTITION else urllib.parse.unquote(text)
 
 
 def partition_path(partition_by: Sequence[str], values: Sequence) -> str:
@@ -216,6 +223,17 @@ class _Output:
             part = table.filter(_rows_of(table, self.partition_by, values))
             self._write_file(f"{self.staging}/{name}/{partition_path(self.partition_by, values)}",
                              part.drop_columns(list(self.partition_by)))
+
+    def rename_partition_values(self, name: str, columns: Sequence[str], stand_in: str,
+                                value: str) -> None:
+        """Staged folders `col=<stand_in>` of table `name` renamed `col=<value>` (deepest first,
+        so the paths of the ones still to rename do not change)."""
+        names = {partition_folder(c, stand_in): partition_folder(c, value) for c in columns}
+        infos = self.fs.get_file_info(pafs.FileSelector(f"{self.staging}/{name}", recursive=True,
+                                                        allow_not_found=True))
+        found = [i.path for i in infos if i.type == pafs.FileType.Directory and i.base_name in names]
+        for path in sorted(found, key=lambda p: -p.count("/")):
+            self.fs.move(path, f"{os.path.dirname(path)}/{names[os.path.basename(path)]}")
 
     def _write_file(self, folder: str, table: pa.Table) -> None:
         try:

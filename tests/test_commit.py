@@ -169,10 +169,10 @@ def test_a_commit_killed_at_any_step_is_finished_or_undone_by_the_next_reader_or
 import pyarrow.parquet as pq
 
 
-def day_rows(date, batch=None, rows=4, empty_candidate=False):
+def day_rows(date, batch=None, rows=4, null_candidate=False):
     rng = random.Random(date)
     table = [{"run_date": date, "batch": batch, "system": s, "langpair": "de-en",
-              "candidate": "" if empty_candidate and i == 0 else " ".join(rng.choice("aAbBcC") for _ in range(6)),
+              "candidate": None if null_candidate and (s, i) == ("A", 0) else " ".join(rng.choice("aAbBcC") for _ in range(6)),
               "references": [" ".join(rng.choice("aAbBcC") for _ in range(6))]}
              for s in ("A", "B") for i in range(rows)]
     return pa.Table.from_pylist(table, pa.schema([
@@ -211,3 +211,35 @@ def test_a_report_that_cannot_be_drawn_fails_the_run_before_its_commit(spark, tm
           "--report", *day1)
     page = (out / "report.html").read_text()
     assert "2026-01-01" in page and "2026-01-02" in page
+
+
+@pytest.mark.spark
+def test_null_and_empty_partition_values_are_two_partitions_in_every_table_and_reader(spark, tmp_path):
+    import duckdb
+    from bleu_spark.spark.aggregate import read_stats
+
+    out = tmp_path / "out"
+    score(spark, tmp_path, day_rows("2026-01-01", batch=None), "null", out, "--partition-by", "batch")
+    null_folders = {t: files_of(out / t / "batch=__HIVE_DEFAULT_PARTITION__")
+                    for t in ("stats", "scores", "dashboard")}
+    score(spark, tmp_path, day_rows("2026-01-02", batch="", null_candidate=True), "empty", out,
+          "--partition-by", "batch", "--on-invalid", "quarantine")
+    assert {t: files_of(out / t / "batch=__HIVE_DEFAULT_PARTITION__") for t in null_folders} == null_folders
+    assert sorted(os.listdir(out / "rejected")) == ["batch="]
+    expected = {None: (8, 0), "": (7, 1)}  # batch: (scored, rejected)
+
+    def counts(table):
+        sums = {}
+        for row in table.to_pylist():
+            if row["replicate"] is None and row["trial"] is None:
+                scored, rejected = sums.get(row["batch"], (0, 0))
+                sums[row["batch"]] = (scored + row["n_segments"], rejected + row["n_rejected"])
+        return sums
+    assert counts(statstable.read(str(out))) == expected
+    assert counts(read_stats(spark, str(out))) == expected
+    rejected = pq.read_table(out / "rejected" / "batch=")
+    assert rejected.num_rows == 1 and rejected["candidate"].to_pylist() == [None]
+    with duckdb.connect() as con:
+        rows = con.execute(f"SELECT batch, sum(n_segments), sum(n_rejected) FROM read_parquet("
+                           f"'{out}/dashboard/**/*.parquet', hive_partitioning = true) GROUP BY batch").fetchall()
+    assert {b: (s, r) for b, s, r in rows} == expected

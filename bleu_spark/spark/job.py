@@ -333,8 +333,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if output:
             write_start = time.time()
             if measurement.rejected:
-                measurement.rejected_frame().write.partitionBy(*options.partition_by) \
-                    .parquet(output.staging_uri + "/rejected")
+                write_rejected(measurement.rejected_frame(), output, options.partition_by)
             views.write_views(output, measurement.stats, scores, measurement.sets, options.config,
                               run, options.report, resampling, measurement.segments, paired)
             timings["write_s"] = time.time() - write_start
@@ -356,6 +355,19 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if unreadable is not None:
             raise unreadable from None
         raise
+
+
+def write_rejected(frame: DataFrame, output, partition_by: Sequence[str]) -> None:
+    """DIR/rejected/, partitioned as the other tables. Spark files '' under the null folder
+    (`__HIVE_DEFAULT_PARTITION__`), which would make the commit swap the null partition for
+    this run's '' one: '' goes in as a value no input holds, renamed `col=` after the write."""
+    stand_in = f"__bleu_spark_empty_{output.run_id}__"
+    strings = [c for c in partition_by if isinstance(frame.schema[c].dataType, T.StringType)]
+    for column in strings:
+        frame = frame.withColumn(column, F.when(F.col(column) == "", F.lit(stand_in))
+                                 .otherwise(F.col(column)))
+    frame.write.partitionBy(*partition_by).parquet(output.staging_uri + "/rejected")
+    output.rename_partition_values("rejected", strings, stand_in, "")
 
 
 # Causes of a task failure that are the platform's, not the data's or the code's.
