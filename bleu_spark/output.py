@@ -8,6 +8,12 @@
   (local file systems), so runs writing other partitions are untouched and two runs writing the
   same partition leave one of them whole, never a mix.
 
+Both commit the same way: everything staged, then a journal (`_commit.json` in the staging
+folder, written whole or not at all) of every move, then the moves, each skipped once done. A
+commit killed at any step is finished by `recover`, which every run (`open`) and reader
+(`statstable.read`, `spark.aggregate.read_stats`) calls first: each partition ends whole, in
+every table, and DIR is never left missing.
+
 Every result holds `_bleu_spark.json` (what wrote it, and how it is partitioned): only such a
 folder, or an empty one, is ever replaced.
 """
