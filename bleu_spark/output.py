@@ -267,10 +267,18 @@ class _Output:
         return self
 
     def abort(self) -> None:
-        if _read_journal(self.fs, self.staging) is not None:
-            return  # a commit begun is finished by the next run or reader, never cut short
+        journal = _read_journal(self.fs, self.staging)
+        if journal is None:
+            with contextlib.suppress(OSError):
+                self.fs.delete_dir(self.staging)
+            return
+        # A commit begun, then cut short in this process (a stop signal): never undone halfway,
+        # finished here if it can be, else by the next run or reader.
         with contextlib.suppress(OSError):
-            self.fs.delete_dir(self.staging)
+            self._finish(journal)
+
+    def _finish(self, journal: dict) -> None:
+        raise NotImplementedError
 
     def _create_staging(self) -> None:
         """The staging folder, with a record of its owner (host, process, start), so a later run
@@ -369,6 +377,9 @@ class WholeOutput(_Output):
             self._undo()
             raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
 
+    def _finish(self, journal: dict) -> None:
+        _replay_whole(self.fs, self.path, self.staging, journal["retired"])
+
     def _undo(self) -> None:
         """A move that failed in this live process: the previous DIR put back, the journal
         dropped, so `abort` removes the staging folder."""
@@ -424,6 +435,10 @@ class PartitionedOutput(_Output):
                 _replay_partitioned(self.fs, self.path, self.staging, journal)
         except OSError as exc:
             raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
+
+    def _finish(self, journal: dict) -> None:
+        with _locked(self.fs, self.path):
+            _replay_partitioned(self.fs, self.path, self.staging, journal)
 
     def _journal(self, run: dict, partitions: Sequence[str]) -> dict:
         """Every (table, partition) to swap, whether this run staged it (if not, the old one is

@@ -243,3 +243,36 @@ def test_null_and_empty_partition_values_are_two_partitions_in_every_table_and_r
         rows = con.execute(f"SELECT batch, sum(n_segments), sum(n_rejected) FROM read_parquet("
                            f"'{out}/dashboard/**/*.parquet', hive_partitioning = true) GROUP BY batch").fetchall()
     assert {b: (s, r) for b, s, r in rows} == expected
+
+
+def test_a_commit_cut_short_in_its_own_process_is_finished_by_its_abort(tmp_path, monkeypatch):
+    folder = str(tmp_path / "out")
+    write_run(folder, *OLD)
+    expected = tmp_path / "expected"
+    shutil.copytree(tmp_path / "out", expected)
+    write_run(str(expected), *NEW)
+
+    class Stop(BaseException):
+        pass
+
+    def stop(what):  # as SIGTERM's handler raising in the middle of the moves
+        if what.startswith("move in") and "d3" in what:
+            raise Stop
+    out = output.open_output(folder, ("day",), "B")
+    monkeypatch.setattr(output, "open_output", lambda *args: out)
+    monkeypatch.setattr(output, "commit_hook", stop)
+    with pytest.raises(Stop):
+        write_run(folder, *NEW)
+    monkeypatch.setattr(output, "commit_hook", None)
+    assert state(folder) != state(str(expected))
+    out.abort()
+    assert state(folder) == state(str(expected))
+
+
+def test_a_whole_output_an_earlier_swap_left_missing_is_put_back(tmp_path):
+    folder = save(tmp_path / "res", measured(random.Random(4), 5, system="A")[0])
+    before = files_of(folder)
+    os.rename(folder, tmp_path / ".res.old-20260101T000000Z-0000abcd")
+    os.makedirs(tmp_path / ".res.staging-20260101T000000Z-0000abcd")  # no journal, no owner
+    assert statstable.read(folder).num_rows == 1
+    assert files_of(folder) == before and ".res.old-20260101T000000Z-0000abcd" not in os.listdir(tmp_path)
