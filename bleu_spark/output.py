@@ -365,6 +365,7 @@ class WholeOutput(_Output):
         self.write_json(RUN_FILE, run)
         self.write_json(MARKER, self.marker())
         self.write_bytes(SUCCESS, b"")
+        recover(self.uri)  # a run that died in its swap since this one opened: finished first
         self.check()  # again: a file saved into DIR while the run worked is never lost
         journal = {"run_id": self.run_id, "owner": owner_record(), "retired": self.retired}
         try:
