@@ -23,6 +23,7 @@ import contextlib
 import json
 import math
 import os
+import threading
 import urllib.parse
 import uuid
 from typing import Dict, Optional, Sequence
@@ -604,7 +605,9 @@ def _recover_whole(fs, path: str) -> None:
                 fs.delete_dir(retired)
 
 
-_held: Dict[str, int] = {}  # DIR -> depth: a reader called under this process's lock takes it again
+# DIR -> depth, per thread: a reader called under this thread's lock (the report drawn at the
+# commit) goes on; another thread, like another process, waits for the lock.
+_held = threading.local()
 
 
 @contextlib.contextmanager
@@ -614,22 +617,23 @@ def _locked(fs, path: str):
     if not isinstance(fs, pafs.LocalFileSystem):
         yield False
         return
-    if _held.get(path):
-        _held[path] += 1
+    held = _held.__dict__
+    if held.get(path):
+        held[path] += 1
         try:
             yield True
         finally:
-            _held[path] -= 1
+            held[path] -= 1
         return
     import fcntl
 
     with open(os.path.join(path, ".lock"), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        _held[path] = 1
+        held[path] = 1
         try:
             yield True
         finally:
-            _held.pop(path, None)
+            held.pop(path, None)
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
