@@ -1,9 +1,14 @@
 """The output folder's commit: refused overlaps and names, a commit killed at any step and
 recovered, null and '' as two partitions, and failures found before anything is committed."""
+import functools
+import itertools
+import multiprocessing
 import os
 import random
+import shutil
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from bleu_spark import cli, output, statstable
@@ -45,12 +50,6 @@ def test_partition_columns_that_cannot_name_a_folder_are_refused(tmp_path, capsy
 
 
 # --- a commit killed at every step, then recovered ------------------------------------------
-
-import functools
-import itertools
-import multiprocessing
-import shutil
-
 
 @functools.lru_cache(maxsize=None)
 def stats_of(run, day):
@@ -166,9 +165,6 @@ def test_a_commit_killed_at_any_step_is_finished_or_undone_by_the_next_reader_or
 
 # --- everything that can fail is checked before the commit ----------------------------------
 
-import pyarrow.parquet as pq
-
-
 def day_rows(date, batch=None, rows=4, null_candidate=False):
     rng = random.Random(date)
     table = [{"run_date": date, "batch": batch, "system": s, "langpair": "de-en",
@@ -213,6 +209,8 @@ def test_a_report_that_cannot_be_drawn_fails_the_run_before_its_commit(spark, tm
     assert "2026-01-01" in page and "2026-01-02" in page
 
 
+# --- null and '' are two partitions -----------------------------------------------------------
+
 @pytest.mark.spark
 def test_null_and_empty_partition_values_are_two_partitions_in_every_table_and_reader(spark, tmp_path):
     import duckdb
@@ -244,6 +242,8 @@ def test_null_and_empty_partition_values_are_two_partitions_in_every_table_and_r
                            f"'{out}/dashboard/**/*.parquet', hive_partitioning = true) GROUP BY batch").fetchall()
     assert {b: (s, r) for b, s, r in rows} == expected
 
+
+# --- commits cut short otherwise ----------------------------------------------------------------
 
 def test_a_commit_cut_short_in_its_own_process_is_finished_by_its_abort(tmp_path, monkeypatch):
     folder = str(tmp_path / "out")
