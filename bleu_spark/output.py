@@ -583,19 +583,19 @@ def _recover_whole(fs, path: str) -> None:
     """Swaps of DIR beside it: a dead run's journaled staging replayed, its cleanup finished, and
     a `.DIR.old-*` whose swap left no DIR and no journal (a run of an earlier version) put back."""
     parent, name = os.path.split(path)
-    for staging in _listing(fs, parent, f".{name}.staging-"):
+    for staging in _beside(fs, path, "staging"):
         journal = _read_journal(fs, staging)
         if journal is not None and _owner_gone(journal.get("owner", {})):
             _replay_whole(fs, path, staging, journal["retired"])
     moved_in = _read_journal(fs, path)
     if moved_in is not None and _owner_gone(moved_in.get("owner", {})):
         _replay_whole(fs, path, f"{parent}/.{name}.staging-{moved_in['run_id']}", moved_in["retired"])
-    for retired in _listing(fs, parent, f".{name}.old-"):
+    for retired in _beside(fs, path, "old"):
         run_id = retired[len(f"{parent}/.{name}.old-"):]
-        if _read_journal(fs, f"{parent}/.{name}.staging-{run_id}") is not None:
-            continue  # a live commit between its two moves
-        if (moved_in or {}).get("retired") == retired:
-            continue  # a live commit cleaning up
+        live = _read_journal(fs, f"{parent}/.{name}.staging-{run_id}") is not None \
+            or (moved_in or {}).get("retired") == retired  # between its moves, or cleaning up
+        if live or not _was_result(fs, retired):
+            continue
         if not _exists(fs, path):
             _step("put retired DIR back")
             fs.move(retired, path)
@@ -603,6 +603,22 @@ def _recover_whole(fs, path: str) -> None:
             _step("delete retired DIR")
             with contextlib.suppress(OSError):
                 fs.delete_dir(retired)
+
+
+def _beside(fs, path: str, kind: str) -> list:
+    """`.DIR.<kind>-<run_id>` folders beside DIR. A run id holds no '.', so those of an output
+    named `DIR.staging-x` (say) are not taken for this one's."""
+    parent, name = os.path.split(path)
+    prefix = f".{name}.{kind}-"
+    return [p for p in _listing(fs, parent, prefix) if "." not in os.path.basename(p)[len(prefix):]]
+
+
+def _was_result(fs, folder: str) -> bool:
+    """What a swap retires: an earlier result (it has the marker) or an empty folder."""
+    try:
+        return read_marker(fs, folder) is not None or not fs.get_file_info(pafs.FileSelector(folder))
+    except OSError:
+        return False
 
 
 # DIR -> depth, per thread: a reader called under this thread's lock (the report drawn at the
