@@ -7,6 +7,7 @@ so the scores equal a fresh run on the same rows.
 """
 from __future__ import annotations
 
+import os
 import platform
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -18,7 +19,7 @@ import sacrebleu
 
 from . import __version__, bootstrap, output as out, predicate, ranges, statstable, views
 from .config import BleuConfig
-from .errors import EmptySelectionError, MissingColumnError, UsageError
+from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 
 ENGINES = ("auto", "local", "spark")
 
@@ -53,6 +54,8 @@ class AggregateOptions:
         object.__setattr__(self, "weights", ranges.check_weights(self.weights))
         bootstrap.Resampling(confidence=self.confidence, paired_bs=self.paired_bs,
                              baseline=self.baseline)
+        if self.output:
+            check_output_apart(self.stats, self.output)
 
     @property
     def on_spark(self) -> bool:
@@ -89,6 +92,19 @@ def partition_columns(path: str) -> Tuple[str, ...]:
     fs, root = out.filesystem(path)
     marker = out.read_marker(fs, root)
     return tuple(marker.get("partition_by") or ()) if marker else ()
+
+
+def check_output_apart(stats: str, output: str) -> None:
+    """The output replaces its folder whole: if it is the statistics read, holds them or lies in
+    them, the run would destroy (or be read back as) its own input. Compared as resolved paths,
+    so a symlink or `..` does not hide it."""
+    resolve = lambda p: (os.path.realpath(p[len("file://"):] if p.startswith("file://") else p)
+                         if _is_local(p) else p.rstrip("/"))
+    source, target = resolve(stats), resolve(output)
+    inside = lambda a, b: a == b or a.startswith(b.rstrip("/") + "/")
+    if inside(target, source) or inside(source, target):
+        raise OutputError(f"--output {output} and --stats {stats} overlap: the result would "
+                          f"replace the statistics it reads; write it to another folder")
 
 
 def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:

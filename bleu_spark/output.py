@@ -8,6 +8,12 @@
   (local file systems), so runs writing other partitions are untouched and two runs writing the
   same partition leave one of them whole, never a mix.
 
+Both commit the same way: everything staged, then a journal (`_commit.json` in the staging
+folder, written whole or not at all) of every move, then the moves, each skipped once done. A
+commit killed at any step is finished by `recover`, which every run (`open`) and reader
+(`statstable.read`, `spark.aggregate.read_stats`) calls first: each partition ends whole, in
+every table, and DIR is never left missing.
+
 Every result holds `_bleu_spark.json` (what wrote it, and how it is partitioned): only such a
 folder, or an empty one, is ever replaced.
 """
@@ -17,6 +23,8 @@ import contextlib
 import json
 import math
 import os
+import threading
+import urllib.parse
 import uuid
 from typing import Dict, Optional, Sequence
 
@@ -31,6 +39,9 @@ MARKER = "_bleu_spark.json"
 SUCCESS = "_SUCCESS"
 RUN_FILE = "run.json"
 OWNER = "_staging_owner.json"  # in a staging folder: the host and process writing it
+# In a staging folder: every step of its commit, written (atomically) before the first move. A
+# staging folder with one is a commit begun: finished by whoever finds it dead, never deleted.
+JOURNAL = "_commit.json"
 STALE_AFTER_S = 24 * 3600      # a staging folder this old is a leftover, whoever owned it
 RUNS = "runs"
 TABLES = ("stats", "scores", "dashboard", "paired", "rejected")
@@ -42,6 +53,16 @@ PARTITION_TYPES = {"string": pa.string(), "large_string": pa.string(), "int8": p
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # The characters Spark escapes in partition folder names, so both name a value alike.
 _ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x20)}
+
+
+# Tests: called with a step's name before every file system step of a commit or its recovery
+# (a test ends the process there, to prove that a commit killed at any step is recovered).
+commit_hook = None
+
+
+def _step(what: str) -> None:
+    if commit_hook is not None:
+        commit_hook(what)
 
 
 def filesystem(uri: str):
@@ -63,8 +84,26 @@ def partition_folder(column: str, value) -> str:
     return f"{column}=" + "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
 
 
+def partition_value(folder: str):
+    """The value a folder `col=...` names, as `partition_folder` wrote it (`col=` is '')."""
+    text = folder.split("=", 1)[1]
+    return None if text == NULL_PARTITION else urllib.parse.unquote(text)
+
+
 def partition_path(partition_by: Sequence[str], values: Sequence) -> str:
     return "/".join(partition_folder(c, v) for c, v in zip(partition_by, values))
+
+
+def check_partition_names(partition_by: Sequence[str]) -> None:
+    """A partition column is a folder key (`col=value`): a name readers would split, decode or
+    skip differently (`day=of` read back as nulls; `_x`, `.x` are hidden files) is refused."""
+    for column in partition_by:
+        bad = (not column or column[0] in "._" or any(c in "=/\\%" for c in column)
+               or any(ord(c) < 0x20 or ord(c) == 0x7f for c in column))
+        if bad:
+            raise UsageError(f"--partition-by column {column!r} cannot name a Hive partition "
+                             f"folder (no '=', '/', '\\', '%', control characters, leading '.' or "
+                             f"'_', or empty name); rename the column")
 
 
 def check_partition_columns(schema: pa.Schema, partition_by: Sequence[str]) -> None:
@@ -111,19 +150,31 @@ def _process_gone(pid) -> bool:
 
 
 def _is_stale(fs, path: str, now: Optional[float] = None) -> bool:
-    import socket
     import time
 
     now = time.time() if now is None else now
     try:
         with fs.open_input_stream(f"{path}/{OWNER}") as stream:
             owner = json.loads(stream.read())
-        started = float(owner["started"])
+        float(owner["started"])
     except (OSError, ValueError, KeyError, TypeError):
         # No record (yet: a run writes it just after creating the folder): judge by age only.
         info = fs.get_file_info(path)
-        started = info.mtime.timestamp() if info.mtime is not None else now
-        owner = {}
+        owner = {"started": info.mtime.timestamp() if info.mtime is not None else now}
+    return _owner_gone(owner, now)
+
+
+def _owner_gone(owner: dict, now: Optional[float] = None) -> bool:
+    """The run an owner record names has ended (its process on this host is gone), or is so old
+    that it must have (whatever host it ran on)."""
+    import socket
+    import time
+
+    now = time.time() if now is None else now
+    try:
+        started = float(owner["started"])
+    except (KeyError, TypeError, ValueError):
+        started = now
     if now - started > STALE_AFTER_S:
         return True
     return owner.get("host") == socket.gethostname() and _process_gone(owner.get("pid"))
@@ -162,6 +213,8 @@ class _Output:
         self.write_bytes(name, json_bytes(value))
 
     def write_bytes(self, name: str, data: bytes) -> None:
+        if "/" in name:
+            self.fs.create_dir(os.path.dirname(f"{self.staging}/{name}"), recursive=True)
         with self.fs.open_output_stream(f"{self.staging}/{name}") as out:
             out.write(data)
         self.files.append(name)
@@ -177,6 +230,17 @@ class _Output:
             part = table.filter(_rows_of(table, self.partition_by, values))
             self._write_file(f"{self.staging}/{name}/{partition_path(self.partition_by, values)}",
                              part.drop_columns(list(self.partition_by)))
+
+    def rename_partition_values(self, name: str, columns: Sequence[str], stand_in: str,
+                                value: str) -> None:
+        """Staged folders `col=<stand_in>` of table `name` renamed `col=<value>` (deepest first,
+        so the paths of the ones still to rename do not change)."""
+        names = {partition_folder(c, stand_in): partition_folder(c, value) for c in columns}
+        infos = self.fs.get_file_info(pafs.FileSelector(f"{self.staging}/{name}", recursive=True,
+                                                        allow_not_found=True))
+        found = [i.path for i in infos if i.type == pafs.FileType.Directory and i.base_name in names]
+        for path in sorted(found, key=lambda p: -p.count("/")):
+            self.fs.move(path, f"{os.path.dirname(path)}/{names[os.path.basename(path)]}")
 
     def _write_file(self, folder: str, table: pa.Table) -> None:
         try:
@@ -196,14 +260,26 @@ class _Output:
         raise NotImplementedError
 
     def open(self):
-        """Checked, with its staging folder made: ready to write into."""
+        """Checked, with its staging folder made: ready to write into. A commit a killed run
+        left half done is finished first, so nothing is checked or written over a mix."""
+        recover(self.uri)
         self.check()
         self._create_staging()
         return self
 
     def abort(self) -> None:
+        journal = _read_journal(self.fs, self.staging)
+        if journal is None:
+            with contextlib.suppress(OSError):
+                self.fs.delete_dir(self.staging)
+            return
+        # A commit begun, then cut short in this process (a stop signal): never undone halfway,
+        # finished here if it can be, else by the next run or reader.
         with contextlib.suppress(OSError):
-            self.fs.delete_dir(self.staging)
+            self._finish(journal)
+
+    def _finish(self, journal: dict) -> None:
+        raise NotImplementedError
 
     def _create_staging(self) -> None:
         """The staging folder, with a record of its owner (host, process, start), so a later run
@@ -237,7 +313,9 @@ class _Output:
         has ended, or they are older than STALE_AFTER_S. Another live run's is never touched."""
         removed = []
         for path in self._staging_folders():
-            if path != self.staging and _is_stale(self.fs, path, now):
+            # One with a journal is a commit begun: `recover` finishes it, under the lock.
+            if path != self.staging and _is_stale(self.fs, path, now) \
+                    and _read_journal(self.fs, path) is None:
                 with contextlib.suppress(OSError):
                     self.fs.delete_dir(path)
                     removed.append(path)
@@ -257,6 +335,15 @@ def _rows_of(table: pa.Table, columns: Sequence[str], values: Sequence) -> pa.Ar
     return mask
 
 
+def rows_outside(table: pa.Table, partition_by: Sequence[str], partitions: Sequence[str]) -> pa.Table:
+    """The rows of `table` whose partition folder (`col=v/...`) is not one of `partitions`."""
+    dropped = set(partitions)
+    kept = [table.filter(_rows_of(table, partition_by, values))
+            for values in _partition_values(table, partition_by)
+            if partition_path(partition_by, values) not in dropped]
+    return pa.concat_tables(kept) if kept else table.slice(0, 0)
+
+
 class WholeOutput(_Output):
     """DIR replaced whole by a staging folder beside it."""
 
@@ -271,33 +358,44 @@ class WholeOutput(_Output):
     def check(self) -> None:
         _check_replaceable(self.fs, self.path, self.uri, partitioned=False)
 
-    def commit(self, run: dict) -> None:
-        with contextlib.suppress(OSError):
-            self.fs.delete_file(f"{self.staging}/{OWNER}")  # the result is not a staging folder
+    def commit(self, run: dict, prepare=None) -> None:
+        """DIR -> .DIR.old-<run>, staging -> DIR, after a journal that lets a later run or reader
+        finish the swap if this process dies between the moves (DIR is never left missing)."""
+        if prepare is not None:
+            prepare(self)
         self.write_json(RUN_FILE, run)
         self.write_json(MARKER, self.marker())
         self.write_bytes(SUCCESS, b"")
+        recover(self.uri)  # a run that died in its swap since this one opened: finished first
         self.check()  # again: a file saved into DIR while the run worked is never lost
-        exists = self.fs.get_file_info(self.path).type != pafs.FileType.NotFound
+        journal = {"run_id": self.run_id, "owner": owner_record(), "retired": self.retired}
         try:
-            if exists:
-                self.fs.move(self.path, self.retired)
-            try:
-                self.fs.move(self.staging, self.path)
-            except OSError:
-                if exists:
-                    self.fs.move(self.retired, self.path)
-                raise
-            if exists:
-                self.fs.delete_dir(self.retired)
+            _write_journal(self.fs, self.staging, journal)
         except OSError as exc:
             raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
+        try:
+            _replay_whole(self.fs, self.path, self.staging, self.retired)
+        except OSError as exc:
+            self._undo()
+            raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
+
+    def _finish(self, journal: dict) -> None:
+        _replay_whole(self.fs, self.path, self.staging, journal["retired"])
+
+    def _undo(self) -> None:
+        """A move that failed in this live process: the previous DIR put back, the journal
+        dropped, so `abort` removes the staging folder."""
+        with contextlib.suppress(OSError):
+            if not _exists(self.fs, self.path) and _exists(self.fs, self.retired):
+                self.fs.move(self.retired, self.path)
+            self.fs.delete_file(f"{self.staging}/{JOURNAL}")
 
 
 class PartitionedOutput(_Output):
     """DIR kept; the partitions a run produced swapped in, one at a time, under a lock."""
 
     def __init__(self, uri: str, partition_by: Sequence[str], run_id: str):
+        check_partition_names(partition_by)
         fs, path = filesystem(uri.rstrip("/") or "/")
         super().__init__(uri, partition_by, run_id, f"{path}/.staging-{run_id}")
 
@@ -322,64 +420,236 @@ class PartitionedOutput(_Output):
                     found.add("/".join(relative))
         return sorted(found)
 
-    def commit(self, run: dict) -> None:
+    def commit(self, run: dict, prepare=None) -> None:
+        """Under the lock: a dead run's half-done commit finished, the checks, `prepare(self)`
+        (what must read DIR as it will be, e.g. the report over all partitions: a failure there
+        leaves DIR untouched), then a journal of every step, then the steps."""
         partitions = self.staged_partitions()
         run["partitions_written"] = partitions  # the caller's record says so too
+        try:
+            with _locked(self.fs, self.path) as held:
+                _recover_partitioned(self.fs, self.path, held)
+                self.check()
+                if prepare is not None:
+                    prepare(self)
+                journal = self._journal(run, partitions)
+                _write_journal(self.fs, self.staging, journal)
+                _replay_partitioned(self.fs, self.path, self.staging, journal)
+        except OSError as exc:
+            raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
+
+    def _finish(self, journal: dict) -> None:
         with _locked(self.fs, self.path):
-            self.check()
-            try:
-                for partition in partitions:
-                    self._swap(partition)
-                for name in self.files:
-                    self._move_file(name)
-                self._replace_file(f"{RUNS}/{self.run_id}.json", run)
-                self._replace_file(RUN_FILE, run)
-                self._replace_file(MARKER, self.marker())
-                self._replace_file(SUCCESS, "")
-            except OSError as exc:
-                raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
-        self.abort()  # what is left in staging: the partitions replaced
+            _replay_partitioned(self.fs, self.path, self.staging, journal)
 
-    def _swap(self, partition: str) -> None:
-        """Every table's folder of one partition replaced by the staged one (or removed, when
-        this run has no rows of that table there, e.g. no rejected rows any more)."""
-        for table in TABLES:
-            target, staged = f"{self.path}/{table}/{partition}", f"{self.staging}/{table}/{partition}"
-            if self.fs.get_file_info(target).type != pafs.FileType.NotFound:
-                retired = f"{self.staging}/.replaced/{table}/{partition}"
-                self.fs.create_dir(os.path.dirname(retired), recursive=True)
-                self.fs.move(target, retired)
-            if self.fs.get_file_info(staged).type != pafs.FileType.NotFound:
-                self.fs.create_dir(os.path.dirname(target), recursive=True)
-                self.fs.move(staged, target)
+    def _journal(self, run: dict, partitions: Sequence[str]) -> dict:
+        """Every (table, partition) to swap, whether this run staged it (if not, the old one is
+        only removed), and the top-level files, staged now and moved last (_SUCCESS last)."""
+        self.write_json(f"{RUNS}/{self.run_id}.json", run)
+        self.write_json(RUN_FILE, run)
+        self.write_json(MARKER, self.marker())
+        self.write_bytes(SUCCESS, b"")
+        swaps = [[table, partition, _exists(self.fs, f"{self.staging}/{table}/{partition}")]
+                 for partition in partitions for table in TABLES]
+        return {"run_id": self.run_id, "owner": owner_record(), "swaps": swaps,
+                "files": list(dict.fromkeys(self.files))}
 
-    def _replace_file(self, name: str, value) -> None:
-        staged = f"{self.staging}/{name}"
-        self.fs.create_dir(os.path.dirname(staged), recursive=True)
-        data = value.encode() if isinstance(value, str) else json_bytes(value)
-        with self.fs.open_output_stream(staged) as out:
-            out.write(data)
-        self._move_file(name)
 
-    def _move_file(self, name: str) -> None:
-        target = f"{self.path}/{name}"
-        self.fs.create_dir(os.path.dirname(target), recursive=True)
-        self.fs.move(f"{self.staging}/{name}", target)  # replaces a file in one rename
+def _exists(fs, path: str) -> bool:
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def _read_journal(fs, folder: str) -> Optional[dict]:
+    try:
+        with fs.open_input_stream(f"{folder}/{JOURNAL}") as stream:
+            journal = json.loads(stream.read())
+    except (OSError, ValueError):
+        return None
+    return journal if isinstance(journal, dict) else None
+
+
+def _write_journal(fs, staging: str, journal: dict) -> None:
+    """Written beside, then renamed: a journal is whole or absent."""
+    _step("write journal")
+    with fs.open_output_stream(f"{staging}/{JOURNAL}.tmp") as out:
+        out.write(json_bytes(journal))
+    _step("journal in place")
+    fs.move(f"{staging}/{JOURNAL}.tmp", f"{staging}/{JOURNAL}")
+
+
+def _replay_whole(fs, path: str, staging: str, retired: str) -> None:
+    """The whole output's swap from wherever it stopped; each step is skipped once done. The
+    staging folder still there means DIR is not new yet: a DIR present then is the old one."""
+    if _exists(fs, staging):
+        if _exists(fs, f"{staging}/{OWNER}"):  # the result is not a staging folder
+            _step("drop owner record")
+            fs.delete_file(f"{staging}/{OWNER}")
+        if _exists(fs, path) and not _exists(fs, retired):
+            _step("retire DIR")
+            fs.move(path, retired)
+        _step("staging to DIR")
+        fs.move(staging, path)
+    # Done: what is left is cleanup, and failing it loses nothing (recovery retries it).
+    with contextlib.suppress(OSError):
+        if _exists(fs, f"{path}/{JOURNAL}"):
+            _step("drop journal")
+            fs.delete_file(f"{path}/{JOURNAL}")
+        if _exists(fs, retired):
+            _step("delete retired DIR")
+            fs.delete_dir(retired)
+
+
+def _replay_partitioned(fs, root: str, staging: str, journal: dict) -> None:
+    """A partitioned commit from wherever it stopped: every swap, the top-level files, then the
+    journal and the staging folder (with the replaced partitions) removed."""
+    for table, partition, staged in journal["swaps"]:
+        _swap_in(fs, f"{root}/{table}/{partition}", f"{staging}/{table}/{partition}",
+                 f"{staging}/.replaced/{table}/{partition}", staged)
+    for name in journal["files"]:
+        if _exists(fs, f"{staging}/{name}"):
+            _step(f"mkdir for {name}")
+            fs.create_dir(os.path.dirname(f"{root}/{name}"), recursive=True)
+            _step(f"move {name}")
+            fs.move(f"{staging}/{name}", f"{root}/{name}")  # replaces a file in one rename
+    _step("drop journal")
+    fs.delete_file(f"{staging}/{JOURNAL}")  # committed: the rest of the staging is garbage
+    _step("delete staging")
+    with contextlib.suppress(OSError):
+        fs.delete_dir(staging)
+
+
+def _swap_in(fs, target: str, new: str, retired: str, staged: bool) -> None:
+    """One table's folder of one partition: the old moved aside (kept in the staging folder until
+    the commit is done), the staged one moved in. A staged folder gone means this swap is done;
+    while it is there, a target present is the old one."""
+    if staged and not _exists(fs, new):
+        return
+    if _exists(fs, target):
+        _step(f"mkdir for retired {target}")
+        fs.create_dir(os.path.dirname(retired), recursive=True)
+        _step(f"retire {target}")
+        fs.move(target, retired)
+    if staged:
+        _step(f"mkdir for {target}")
+        fs.create_dir(os.path.dirname(target), recursive=True)
+        _step(f"move in {target}")
+        fs.move(new, target)
+
+
+def recover(uri: str) -> None:
+    """Commits of the output at `uri` that a dead run left half done are finished (the journal
+    replayed), and a DIR lost by a swap without a journal is put back; before anything reads or
+    writes the output. Live runs' commits are left alone (a reader then waits for the lock)."""
+    fs, path = filesystem(uri.rstrip("/") or "/")
+    try:
+        _recover_whole(fs, path)
+        if _journaled_stagings(fs, path):
+            with _locked(fs, path) as held:
+                _recover_partitioned(fs, path, held)
+    except OSError as exc:
+        raise OutputError(f"cannot finish an interrupted commit of {uri}: {exc}") from None
+
+
+def recover_before_reading(path: str) -> None:
+    """`recover` for a reader given an output folder or its `stats/` folder."""
+    path = path.rstrip("/") or "/"
+    recover(path)
+    if os.path.basename(path) == "stats":
+        recover(os.path.dirname(path))
+
+
+def _listing(fs, folder: str, prefix: str) -> list:
+    try:
+        entries = fs.get_file_info(pafs.FileSelector(folder))
+    except OSError:
+        return []
+    return [e.path for e in entries if e.base_name.startswith(prefix)]
+
+
+def _journaled_stagings(fs, path: str) -> list:
+    return [(p, j) for p in _listing(fs, path, ".staging-")
+            if (j := _read_journal(fs, p)) is not None]
+
+
+def _recover_partitioned(fs, path: str, held: bool) -> None:
+    """Under the lock no other commit is running, so every journal found is a dead run's; with no
+    lock (object stores), only those whose owner is gone are replayed."""
+    for staging, journal in _journaled_stagings(fs, path):
+        if held or _owner_gone(journal.get("owner", {})):
+            _replay_partitioned(fs, path, staging, journal)
+
+
+def _recover_whole(fs, path: str) -> None:
+    """Swaps of DIR beside it: a dead run's journaled staging replayed, its cleanup finished, and
+    a `.DIR.old-*` whose swap left no DIR and no journal (a run of an earlier version) put back."""
+    parent, name = os.path.split(path)
+    for staging in _beside(fs, path, "staging"):
+        journal = _read_journal(fs, staging)
+        if journal is not None and _owner_gone(journal.get("owner", {})):
+            _replay_whole(fs, path, staging, journal["retired"])
+    moved_in = _read_journal(fs, path)
+    if moved_in is not None and _owner_gone(moved_in.get("owner", {})):
+        _replay_whole(fs, path, f"{parent}/.{name}.staging-{moved_in['run_id']}", moved_in["retired"])
+    for retired in _beside(fs, path, "old"):
+        run_id = retired[len(f"{parent}/.{name}.old-"):]
+        live = _read_journal(fs, f"{parent}/.{name}.staging-{run_id}") is not None \
+            or (moved_in or {}).get("retired") == retired  # between its moves, or cleaning up
+        if live or not _was_result(fs, retired):
+            continue
+        if not _exists(fs, path):
+            _step("put retired DIR back")
+            fs.move(retired, path)
+        else:
+            _step("delete retired DIR")
+            with contextlib.suppress(OSError):
+                fs.delete_dir(retired)
+
+
+def _beside(fs, path: str, kind: str) -> list:
+    """`.DIR.<kind>-<run_id>` folders beside DIR. A run id holds no '.', so those of an output
+    named `DIR.staging-x` (say) are not taken for this one's."""
+    parent, name = os.path.split(path)
+    prefix = f".{name}.{kind}-"
+    return [p for p in _listing(fs, parent, prefix) if "." not in os.path.basename(p)[len(prefix):]]
+
+
+def _was_result(fs, folder: str) -> bool:
+    """What a swap retires: an earlier result (it has the marker) or an empty folder."""
+    try:
+        return read_marker(fs, folder) is not None or not fs.get_file_info(pafs.FileSelector(folder))
+    except OSError:
+        return False
+
+
+# DIR -> depth, per thread: a reader called under this thread's lock (the report drawn at the
+# commit) goes on; another thread, like another process, waits for the lock.
+_held = threading.local()
 
 
 @contextlib.contextmanager
 def _locked(fs, path: str):
-    """An exclusive lock on DIR for the swap (local file systems; elsewhere, none)."""
+    """An exclusive lock on DIR for the swap (local file systems; elsewhere, none): yields
+    whether it is held, i.e. whether no other commit of DIR can be running."""
     if not isinstance(fs, pafs.LocalFileSystem):
-        yield
+        yield False
+        return
+    held = _held.__dict__
+    if held.get(path):
+        held[path] += 1
+        try:
+            yield True
+        finally:
+            held[path] -= 1
         return
     import fcntl
 
     with open(os.path.join(path, ".lock"), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
+        held[path] = 1
         try:
-            yield
+            yield True
         finally:
+            held.pop(path, None)
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
@@ -416,15 +686,6 @@ def check_output(uri: str, partition_by: Sequence[str] = ()) -> None:
     """The checks `open_output` makes, without creating anything (preflight)."""
     output = PartitionedOutput(uri, partition_by, "check") if partition_by else WholeOutput(uri, "check")
     output.check()
-
-
-def replace_file(uri: str, name: str, data: bytes) -> None:
-    """One top-level file of DIR replaced in one rename (readers see the old or the new one)."""
-    fs, path = filesystem(uri)
-    staged = f"{path}/.{name}.{uuid.uuid4().hex[:8]}"
-    with fs.open_output_stream(staged) as stream:
-        stream.write(data)
-    fs.move(staged, f"{path}/{name}")
 
 
 def new_run_id() -> str:

@@ -231,6 +231,7 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
     columns before any row is read and given to the scan (partitions it excludes are skipped)."""
     import pyarrow.dataset as ds
 
+    output.recover_before_reading(path)  # never a half-committed folder
     fs, root = output.filesystem(path)
     marker = output.read_marker(fs, root)
     if marker is not None:

@@ -360,7 +360,7 @@ def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[Grou
                 resampling: Optional[bootstrap.Resampling] = None,
                 segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None) -> None:
     """The tables and files every result holds, from its statistics and their scores. A
-    partitioned folder's report is drawn after the commit, over all its partitions. The trial
+    partitioned folder's report is drawn at the commit (`write_partitioned_report`). The trial
     sums of approximate randomization are not kept: they serve this run's paired tests only."""
     fields = group_fields(stats, sets)
     trials = stats.schema.get_field_index(statstable.TRIAL_SUMS)
@@ -377,3 +377,37 @@ def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[Grou
         page = report_html(stats, sets, config, run=run, resampling=resampling,
                            segments=segments, paired=paired)
         output.write_bytes("report.html", page.encode())
+
+
+def stats_after_commit(output, stats: pa.Table) -> pa.Table:
+    """The statistics a partitioned folder will hold once `output` is committed: those of the
+    partitions it keeps, and this run's (which replace theirs wherever this run staged)."""
+    from . import output as out
+    from .errors import InputNotFoundError
+
+    stats = stats.filter(pc.is_null(stats["trial"]))
+    try:
+        held = statstable.read(output.uri)
+    except InputNotFoundError:  # nothing committed yet
+        return stats
+    kept = out.rows_outside(held, output.partition_by, output.staged_partitions())
+    kept = _typed_like(kept, stats, output.partition_by)  # as recorded -> as this run's input
+    return pa.concat_tables([kept, stats], promote_options="permissive")
+
+
+def _typed_like(table: pa.Table, stats: pa.Table, columns: Sequence[str]) -> pa.Table:
+    for column in columns:
+        index = table.schema.get_field_index(column)
+        table = table.set_column(index, column, table[column].cast(stats.schema.field(column).type))
+    return table
+
+
+def write_partitioned_report(output, stats: pa.Table, sets: Sequence[GroupingSet],
+                             config: BleuConfig, run: dict,
+                             resampling: Optional[bootstrap.Resampling] = None) -> None:
+    """The report over every partition the folder will hold, into the staging folder: called
+    by the commit before any move, so a group it cannot score (two tokenizers, say) fails the
+    run with DIR untouched."""
+    page = report_html(stats_after_commit(output, stats), sets, config, output.partition_by, run,
+                       resampling=resampling)
+    output.write_bytes("report.html", page.encode())

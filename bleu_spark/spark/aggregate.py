@@ -5,10 +5,12 @@ is already small and `bleu_spark.views` makes the same checks and scores as for 
 """
 from __future__ import annotations
 
+import os
 from typing import Optional
+from urllib.parse import unquote
 
 import pyarrow as pa
-from pyspark.sql import Column, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -17,17 +19,20 @@ from ..errors import InputNotFoundError
 from ..predicate import Predicate
 from . import io
 
+FILE = "_bleu_spark_file"  # each row's file, while its partition values are joined on
+
 
 def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None) -> pa.Table:
+    out.recover_before_reading(path)  # never a half-committed folder
     fs, root = out.filesystem(path)
     marker = out.read_marker(fs, root)
     stats_path = path.rstrip("/") + "/stats" if marker else path
-    frame = io.read_parquet(spark, stats_path, what="statistics", merge_schema=True)
-    if marker:  # partition values read back with the types the writing run recorded
-        types = marker.get("partition_types", {})
-        for column in marker.get("partition_by", []):
-            arrow_type = out.PARTITION_TYPES.get(types.get(column), pa.string())
-            frame = frame.withColumn(column, F.col(column).cast(_spark_type(arrow_type)))
+    if marker is None and os.path.basename(root) == "stats":
+        marker = out.read_marker(fs, os.path.dirname(root))
+    if marker and marker.get("partition_by"):
+        frame = _partitioned(spark, stats_path, marker)
+    else:
+        frame = io.read_parquet(spark, stats_path, what="statistics", merge_schema=True)
     columns = frame.columns
     missing = [c for c in (*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS)
                if c not in columns]
@@ -54,6 +59,28 @@ def _adding_up(keys):
             yield from statstable.add_up(table, keys).select(table.column_names).to_batches()
 
     return run
+
+
+def _partitioned(spark: SparkSession, stats_path: str, marker: dict) -> DataFrame:
+    """A partitioned folder's statistics with their partition columns decoded as the job encoded
+    them. Spark's own discovery refuses a folder `col=` (how pyarrow, DuckDB and this job name
+    ''), so it is off: each file's values come from its path, joined on (a row per file)."""
+    columns = marker["partition_by"]
+    frame = io.read_parquet(spark, stats_path, what="statistics", merge_schema=True,
+                            discover_partitions=False).withColumn(FILE, F.col("_metadata.file_path"))
+    files = [r[0] for r in frame.select(FILE).distinct().collect()]
+    # Spark gives each path as a URI (a folder `v=%25` as `v=%2525`): decoded once here, and once
+    # more by `partition_value`, as the writer escaped it.
+    values = [[out.partition_value(p) for p in unquote(f).split("/")[-1 - len(columns):-1]]
+              for f in files]
+    schema = T.StructType([T.StructField(c, T.StringType()) for c in [FILE, *columns]])
+    found = spark.createDataFrame([[f, *v] for f, v in zip(files, values)], schema)
+    frame = frame.join(F.broadcast(found), FILE).drop(FILE)
+    types = marker.get("partition_types", {})
+    for column in columns:  # read back with the types the writing run recorded
+        arrow_type = out.PARTITION_TYPES.get(types.get(column), pa.string())
+        frame = frame.withColumn(column, F.col(column).cast(_spark_type(arrow_type)))
+    return frame
 
 
 def _spark_type(arrow_type: pa.DataType) -> str:

@@ -239,16 +239,20 @@ def readable_schema(schema: Optional[T.StructType]) -> Optional[T.StructType]:
 
 
 def read_parquet(spark: SparkSession, path: str, what: str = "input",
-                 merge_schema: bool = False, schema: Optional[T.StructType] = None) -> DataFrame:
+                 merge_schema: bool = False, schema: Optional[T.StructType] = None,
+                 discover_partitions: bool = True) -> DataFrame:
     """A file, a folder or a glob; a path that matches nothing is a user error, not a trace.
     `merge_schema`: files may hold different columns (statistics of several max orders).
-    `schema`: read only these columns (see `readable_schema`)."""
+    `schema`: read only these columns (see `readable_schema`). `discover_partitions=False`:
+    every file below the folder, with no columns from folder names."""
     from py4j.protocol import Py4JJavaError
 
     try:
         reader = spark.read.option("mergeSchema", str(merge_schema).lower())
+        if not discover_partitions:
+            reader = reader.option("recursiveFileLookup", "true")
         given = spark_path(spark, path)
-        base = hive_base(path, literal=given != path)
+        base = hive_base(path, literal=given != path) if discover_partitions else None
         if base is not None:  # a folder's own name: Spark does not glob it
             reader = reader.option("basePath", base)
         return (reader.schema(schema) if schema is not None else reader).parquet(given)

@@ -77,6 +77,7 @@ class JobOptions:
         if self.group_by is not None and self.grouping_sets is not None:
             raise UsageError("give --group-by or --grouping-sets, not both")
         inputs.check_reference_options(self)
+        out.check_partition_names(self.partition_by)
 
 
 @dataclass
@@ -341,21 +342,20 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if output:
             write_start = time.time()
             if measurement.rejected:
-                measurement.rejected_frame().write.partitionBy(*options.partition_by) \
-                    .parquet(output.staging_uri + "/rejected")
+                write_rejected(measurement.rejected_frame(), output, options.partition_by)
             views.write_views(output, measurement.stats, scores, measurement.sets, options.config,
                               run, options.report, resampling, measurement.segments, paired)
             timings["write_s"] = time.time() - write_start
         timings["total_s"] = time.time() - started
         run["timings"] = timings
         if output:
-            output.commit(run)
-            if options.report and options.partition_by:
-                # The report of a partitioned folder covers every partition it holds.
-                hashed = resampling if resampling.method == bootstrap.POISSON else None
-                page = views.report_html(statstable.read(options.output), measurement.sets,
-                                         options.config, options.partition_by, run, resampling=hashed)
-                out.replace_file(options.output, "report.html", page.encode())
+            # The report of a partitioned folder covers every partition it will hold: drawn under
+            # the commit's lock, before any move, so a group it cannot score leaves DIR as it was.
+            hashed = resampling if resampling.method == bootstrap.POISSON else None
+            report = (lambda staged: views.write_partitioned_report(
+                staged, measurement.stats, measurement.sets, options.config, run, hashed)) \
+                if options.report and options.partition_by else None
+            output.commit(run, report)
         return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)
     except BaseException as exc:
         if output:
@@ -364,6 +364,19 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if unreadable is not None:
             raise unreadable from None
         raise
+
+
+def write_rejected(frame: DataFrame, output, partition_by: Sequence[str]) -> None:
+    """DIR/rejected/, partitioned as the other tables. Spark files '' under the null folder
+    (`__HIVE_DEFAULT_PARTITION__`), which would make the commit swap the null partition for
+    this run's '' one: '' goes in as a value no input holds, renamed `col=` after the write."""
+    stand_in = f"__bleu_spark_empty_{output.run_id}__"
+    strings = [c for c in partition_by if isinstance(frame.schema[c].dataType, T.StringType)]
+    for column in strings:
+        frame = frame.withColumn(column, F.when(F.col(column) == "", F.lit(stand_in))
+                                 .otherwise(F.col(column)))
+    frame.write.partitionBy(*partition_by).parquet(output.staging_uri + "/rejected")
+    output.rename_partition_values("rejected", strings, stand_in, "")
 
 
 # Causes of a task failure that are the platform's, not the data's or the code's.
