@@ -363,9 +363,7 @@ def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[Grou
     partitioned folder's report is drawn at the commit (`write_partitioned_report`). The trial
     sums of approximate randomization are not kept: they serve this run's paired tests only."""
     fields = group_fields(stats, sets)
-    trials = stats.schema.get_field_index(statstable.TRIAL_SUMS)
-    output.write_table("stats", stats.set_column(trials, statstable.TRIAL_SUMS,
-                                                 pa.nulls(stats.num_rows, stats[trials].type)))
+    output.write_table("stats", without_trials(stats))
     output.write_table("scores", scores_table(scores, fields))
     output.write_table("dashboard", dashboard_table(scores, fields, run["run_id"], run["run_time"]))
     output.write_json("scores.json", scores)
@@ -379,13 +377,20 @@ def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[Grou
         output.write_bytes("report.html", page.encode())
 
 
+def without_trials(stats: pa.Table) -> pa.Table:
+    """The statistics as saved: the trial sums of approximate randomization serve this run's
+    paired tests only (a saved slice is re-tested with the bootstrap's replicate sums)."""
+    trials = stats.schema.get_field_index(statstable.TRIAL_SUMS)
+    return stats.set_column(trials, statstable.TRIAL_SUMS, pa.nulls(stats.num_rows, stats[trials].type))
+
+
 def stats_after_commit(output, stats: pa.Table) -> pa.Table:
     """The statistics a partitioned folder will hold once `output` is committed: those of the
     partitions it keeps, and this run's (which replace theirs wherever this run staged)."""
     from . import output as out
     from .errors import InputNotFoundError
 
-    stats = stats.filter(pc.is_null(stats["trial"]))
+    stats = without_trials(stats)
     try:
         held = statstable.read(output.uri)
     except InputNotFoundError:  # nothing committed yet
