@@ -166,12 +166,6 @@ def _code_points(offsets, data, space, keep_space):  # pragma: no cover (compile
 
 
 @compiled
-def _char_width(b):  # pragma: no cover (compiled)
-    """Bytes of the UTF-8 character whose first byte is `b`."""
-    return 1 if b < 0x80 else 2 if b < 0xE0 else 3 if b < 0xF0 else 4
-
-
-@compiled
 def _split_punctuation(offsets, data, space, punctuation):  # pragma: no cover (compiled)
     """Each line as its `str.split()` tokens joined by one space, a token of more than one
     character split in two by a space after its first or before its last character when that
@@ -201,7 +195,9 @@ def _split_punctuation(offsets, data, space, punctuation):  # pragma: no cover (
                 p += 1
             first_token = False
             gap = -1  # where the space goes, as an offset into the token
-            if i - start > _char_width(data[start]):
+            # A token of one character is kept whole: one byte, as a character of several
+            # bytes has no ASCII byte at either end.
+            if i - start > 1:
                 if data[i - 1] < 0x80 and punctuation[data[i - 1]]:
                     gap = i - 1 - start
                 elif data[start] < 0x80 and punctuation[data[start]]:
