@@ -18,9 +18,9 @@ tokens, each of more than one character split once: its last character off if th
 punctuation, else its first character off if that is. Both are lowercased first with Python's
 `str.lower` when asked.
 
-The lines are decoded from their UTF-8 bytes and the punctuation split done on the bytes by
-compiled loops (numba); the words are numbered by `split_tokens`. One compiled loop over the
-segments counts the n-grams of each kind: per segment and order, an exact hash table of the
+Compiled loops (numba) decode the lines' UTF-8 bytes to code points, and split and number the
+words on the code points (a pass of its own: the split and re-split of the punctuation-split
+lines by `split_tokens` cost three times as much). One compiled loop over the segments counts the n-grams of each kind: per segment and order, an exact hash table of the
 hypothesis's n-grams (an n-gram is the id of its first n-1 symbols' n-gram and its last symbol,
 one int64), then each reference's n-grams looked up in it. A reference n-gram whose prefix is
 not among the hypothesis's cannot be either, so it is dropped without a look-up.
@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from ..compiled import compiled, utf8_parts
 from ..rows import present_references
-from ..tokenizers import _SPACE, _space_width, split_tokens
+from ..tokenizers import _FNV_OFFSET, _FNV_PRIME, _SPACE, _rehashed, _slot
 
 _EPS = 1e-16  # sacrebleu's stand-in for a missing precision or recall, and a missing F
 
@@ -93,14 +93,13 @@ def chrf_statistics(hypotheses: pa.Array, references: pa.Array, options: ChrfOpt
         width = np.int64(chars.max(initial=0)) + 1
         _count_ngrams(chars, char_start, n, ref_start, options.char_order, width, per_reference, 0)
     if options.word_order > 0:
-        split_offsets, split_data = _split_punctuation(offsets, data, _SPACE, _PUNCTUATION)
-        split = pa.Array.from_buffers(pa.large_string(), len(lines), [
-            None, pa.py_buffer(split_offsets), pa.py_buffer(split_data)])
-        tokens = split_tokens(split)
-        word_start = np.zeros(len(lines) + 1, np.int64)
-        np.cumsum(tokens.lengths(), out=word_start[1:])
-        width = np.int64(tokens.ids.max(initial=0)) + 1
-        _count_ngrams(tokens.ids, word_start, n, ref_start, options.word_order, width, per_reference,
+        if options.whitespace and options.char_order > 0:
+            points, point_start = chars, char_start
+        else:
+            points, point_start = _code_points(offsets, data, _SPACE, True)
+        words, word_start = _words(points, point_start, _SPACE, _PUNCTUATION)
+        width = np.int64(words.max(initial=0)) + 1
+        _count_ngrams(words, word_start, n, ref_start, options.word_order, width, per_reference,
                       3 * options.char_order)
     if len(flat) == n:  # one reference a segment
         return per_reference
@@ -166,50 +165,73 @@ def _code_points(offsets, data, space, keep_space):  # pragma: no cover (compile
 
 
 @compiled
-def _split_punctuation(offsets, data, space, punctuation):  # pragma: no cover (compiled)
-    """Each line as its `str.split()` tokens joined by one space, a token of more than one
-    character split in two by a space after its first or before its last character when that
-    one is ASCII punctuation (the last one first). (offsets, int64; bytes, uint8)."""
-    n_lines = len(offsets) - 1
-    # A token of two bytes at least gains a byte; a line's tokens are a byte apart.
-    out = np.empty(2 * (offsets[-1] - offsets[0]) + 1, np.uint8)
-    out_offsets = np.empty(n_lines + 1, np.int64)
-    p = 0
+def _words(points, line_start, space, punctuation):  # pragma: no cover (compiled)
+    """The words of each line, numbered: its `str.split()` tokens, a token of more than one
+    character split in two when its last character, else its first, is ASCII punctuation.
+    Line l is `points[line_start[l]:line_start[l + 1]]` (code points, whitespace kept).
+    (ids, int64, equal words equal ids; start of each line's, one more than there are lines).
+
+    Each word's code points are hashed (FNV-1a) into an open addressing table of word ids,
+    equal hashes confirmed point for point; the table doubles as words come."""
+    n_lines = len(line_start) - 1
+    # A word is a code point at least, and a token gives two words only if it is two long.
+    most = len(points)
+    ids, word_start = np.empty(most, np.int64), np.empty(n_lines + 1, np.int64)
+    hashes, spans = np.empty(most, np.uint64), np.empty((most, 2), np.int64)
+    size = 1024
+    table = np.full(size, -1, np.int64)
+    t = n_words = 0
     for line in range(n_lines):
-        out_offsets[line] = p
-        first_token = True
-        i, end = offsets[line], offsets[line + 1]
+        word_start[line] = t
+        i, end = line_start[line], line_start[line + 1]
         while i < end:
-            b = data[i]
-            if space[b] if b < 0x80 else _space_width(data, i, end, space):
-                i += 1 if b < 0x80 else _space_width(data, i, end, space)
+            c = points[i]
+            if c <= 0x3000 and space[c]:
+                i += 1
                 continue
             start = i
-            while i < end:
-                b = data[i]
-                if space[b] if b < 0x80 else _space_width(data, i, end, space):
-                    break
+            while i < end and not (points[i] <= 0x3000 and space[points[i]]):
                 i += 1
-            if not first_token:
-                out[p] = 32
-                p += 1
-            first_token = False
-            gap = -1  # where the space goes, as an offset into the token
-            # A token of one character is kept whole: one byte, as a character of several
-            # bytes has no ASCII byte at either end.
+            cut = i  # the token is the words [start, cut) and [cut, i)
             if i - start > 1:
-                if data[i - 1] < 0x80 and punctuation[data[i - 1]]:
-                    gap = i - 1 - start
-                elif data[start] < 0x80 and punctuation[data[start]]:
-                    gap = 1
-            for k in range(i - start):
-                if k == gap:
-                    out[p] = 32
-                    p += 1
-                out[p] = data[start + k]
-                p += 1
-    out_offsets[n_lines] = p
-    return out_offsets, out[:p]
+                if points[i - 1] < 128 and punctuation[points[i - 1]]:
+                    cut = i - 1
+                elif points[start] < 128 and punctuation[points[start]]:
+                    cut = start + 1
+            for a, b in ((start, cut), (cut, i)):
+                if a == b:
+                    continue
+                h = _FNV_OFFSET
+                for k in range(a, b):
+                    h = (h ^ np.uint64(points[k])) * _FNV_PRIME
+                slot = _slot(h, size)
+                while True:
+                    word = table[slot]
+                    if word < 0:
+                        word = table[slot] = n_words
+                        hashes[word], spans[word, 0], spans[word, 1] = h, a, b
+                        n_words += 1
+                        if 2 * n_words > size:
+                            size *= 2
+                            table = _rehashed(hashes[:n_words], size)
+                        break
+                    if hashes[word] == h and _same_points(points, a, b, spans[word, 0], spans[word, 1]):
+                        break
+                    slot = (slot + 1) & (size - 1)
+                ids[t] = word
+                t += 1
+    word_start[n_lines] = t
+    return ids[:t], word_start
+
+
+@compiled
+def _same_points(points, start, end, other_start, other_end):  # pragma: no cover (compiled)
+    if end - start != other_end - other_start:
+        return False
+    for k in range(end - start):
+        if points[start + k] != points[other_start + k]:
+            return False
+    return True
 
 
 _EMPTY = -1                                  # a free slot of the hash table
