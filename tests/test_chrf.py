@@ -22,7 +22,7 @@ OPTIONS = [
     ChrfOptions(char_order=4, word_order=2), ChrfOptions(beta=1), ChrfOptions(beta=3, word_order=2),
     ChrfOptions(lowercase=True), ChrfOptions(lowercase=True, word_order=2), ChrfOptions(whitespace=True),
     ChrfOptions(whitespace=True, word_order=2), ChrfOptions(eps_smoothing=True),
-    ChrfOptions(eps_smoothing=True, word_order=2, beta=1),
+    ChrfOptions(eps_smoothing=True, word_order=2, beta=1), ChrfOptions(char_order=0, word_order=2),
 ]
 
 
@@ -175,6 +175,13 @@ def test_ties_go_to_the_first_reference_in_both_smoothing_modes():
     # A zero score everywhere, the references' lengths differ: the first one still wins.
     ours = our_statistics(["x"], [["ab", "abc"]], ChrfOptions())
     assert ours[0, 4] == 1 and (ours == sacrebleu_statistics(["x"], [["ab", "abc"]], ChrfOptions())).all()
+
+
+def test_lowercase_of_ascii_lines_alone_and_among_others():
+    hypotheses, references = ["The CAT sat.", "A Dog", "ΟΔΟΣ"], [["the cat SAT ."], ["a DOG", "a dog"], ["οδος"]]
+    options = ChrfOptions(lowercase=True, word_order=2)
+    assert_all_equal_sacrebleu(hypotheses[:2], references[:2], options)
+    assert_all_equal_sacrebleu(hypotheses, references, options)
 
 
 def test_long_lines_grow_the_buffers():
