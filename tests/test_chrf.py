@@ -57,9 +57,11 @@ def assert_all_equal_sacrebleu(hypotheses, references, options, sentences=True):
     """Statistics, corpus score, and each segment's score (from its statistics and, if asked,
     against `sentence_score`), all exactly sacrebleu's."""
     ours = our_statistics(hypotheses, references, options)
-    assert_same_statistics(ours, sacrebleu_statistics(hypotheses, references, options), hypotheses, references)
+    theirs = sacrebleu_statistics(hypotheses, references, options)
+    assert_same_statistics(ours, theirs, hypotheses, references)
     metric = sacrebleu_metric(options)
-    assert chrf_score(ours.sum(axis=0), options) == metric.corpus_score(hypotheses, reference_streams(references)).score
+    corpus = metric.corpus_score(hypotheses, reference_streams(references))
+    assert chrf_score(ours.sum(axis=0), options) == corpus.score
     per_row = chrf_scores(ours, options)
     assert per_row.tolist() == [metric._compute_f_score(row) for row in ours.tolist()]
     if sentences:
@@ -171,14 +173,16 @@ def test_ties_go_to_the_first_reference_in_both_smoothing_modes():
     hypotheses, references = ["x", "x"], [["ab", "cd"], ["cd", "ab"]]
     for options in (ChrfOptions(), ChrfOptions(eps_smoothing=True)):
         ours = our_statistics(hypotheses, references, options)
-        assert_same_statistics(ours, sacrebleu_statistics(hypotheses, references, options), hypotheses, references)
+        theirs = sacrebleu_statistics(hypotheses, references, options)
+        assert_same_statistics(ours, theirs, hypotheses, references)
     # A zero score everywhere, the references' lengths differ: the first one still wins.
     ours = our_statistics(["x"], [["ab", "abc"]], ChrfOptions())
     assert ours[0, 4] == 1 and (ours == sacrebleu_statistics(["x"], [["ab", "abc"]], ChrfOptions())).all()
 
 
 def test_lowercase_of_ascii_lines_alone_and_among_others():
-    hypotheses, references = ["The CAT sat.", "A Dog", "ΟΔΟΣ"], [["the cat SAT ."], ["a DOG", "a dog"], ["οδος"]]
+    hypotheses = ["The CAT sat.", "A Dog", "ΟΔΟΣ"]
+    references = [["the cat SAT ."], ["a DOG", "a dog"], ["οδος"]]
     options = ChrfOptions(lowercase=True, word_order=2)
     assert_all_equal_sacrebleu(hypotheses[:2], references[:2], options)
     assert_all_equal_sacrebleu(hypotheses, references, options)
@@ -188,7 +192,8 @@ def test_long_lines_grow_the_buffers():
     rng = random.Random(3)
     hypotheses = [random_line(rng, 5) for _ in range(20)] + [random_line(rng, 400) for _ in range(5)]
     hypotheses += [random_line(rng, 5) for _ in range(20)]
-    references = [[random_line(rng, len(h.split()) * 2 + 1), h[::-1], random_line(rng, 3)] for h in hypotheses]
+    references = [[random_line(rng, len(h.split()) * 2 + 1), h[::-1], random_line(rng, 3)]
+                  for h in hypotheses]
     for options in (ChrfOptions(), CHRF_PLUS_PLUS):
         assert_all_equal_sacrebleu(hypotheses, references, options, sentences=False)
 
@@ -200,7 +205,8 @@ def test_slices_large_types_and_chunked_arrays_give_the_same_statistics():
     ref_array = pa.array(references, pa.list_(pa.string()))
     variants = [
         (hyp_array.slice(7, 43), ref_array.slice(7, 43)),
-        (hyp_array.cast(pa.large_string()).slice(7, 43), ref_array.cast(pa.large_list(pa.large_string())).slice(7, 43)),
+        (hyp_array.cast(pa.large_string()).slice(7, 43),
+         ref_array.cast(pa.large_list(pa.large_string())).slice(7, 43)),
         (pa.chunked_array([hyp_array.slice(7, 20), hyp_array.slice(27, 23)]),
          pa.chunked_array([ref_array.slice(7, 20), ref_array.slice(27, 23)])),
     ]
@@ -313,11 +319,13 @@ SACREBLEU_SENTENCE_CASES = [
 def test_sacrebleus_corpus_cases(hypotheses, references, options):
     segments = [[ref] for ref in references]
     stats = our_statistics(hypotheses, segments, options)
-    assert chrf_score(stats.sum(axis=0), options) == sacrebleu_metric(options).corpus_score(hypotheses, [references]).score
+    expected = sacrebleu_metric(options).corpus_score(hypotheses, [references]).score
+    assert chrf_score(stats.sum(axis=0), options) == expected
 
 
 @pytest.mark.parametrize("hypothesis, references", SACREBLEU_SENTENCE_CASES)
 def test_sacrebleus_sentence_cases(hypothesis, references):
     options = ChrfOptions(eps_smoothing=True)  # its test_chrf_sentence_level
     stats = our_statistics([hypothesis], [references], options)
-    assert chrf_scores(stats, options)[0] == sacrebleu_metric(options).sentence_score(hypothesis, references).score
+    expected = sacrebleu_metric(options).sentence_score(hypothesis, references).score
+    assert chrf_scores(stats, options)[0] == expected

@@ -19,9 +19,10 @@ punctuation, else its first character off if that is. Both are lowercased first 
 `str.lower` when asked.
 
 Compiled loops (numba) decode the lines' UTF-8 bytes to code points, and split and number the
-words on the code points (a pass of its own: the split and re-split of the punctuation-split
-lines by `split_tokens` cost three times as much). One compiled loop over the segments counts the n-grams of each kind: per segment and order, an exact hash table of the
-hypothesis's n-grams (an n-gram is the id of its first n-1 symbols' n-gram and its last symbol,
+words on the code points (a pass of its own: splitting the punctuation off in the bytes and
+then splitting the lines again with `split_tokens` cost three times as much). One compiled loop
+over the segments counts the n-grams of each kind: per segment and order, an exact hash table
+of the hypothesis's n-grams (an n-gram is the id of its first n-1 symbols' n-gram and its last symbol,
 one int64), then each reference's n-grams looked up in it. A reference n-gram whose prefix is
 not among the hypothesis's cannot be either, so it is dropped without a look-up.
 """
@@ -239,7 +240,8 @@ _FIBONACCI = np.int64(-7046029254386353131)  # 2**64 / golden ratio, as int64: s
 
 
 @compiled
-def _count_ngrams(symbols, line_start, n_hyps, ref_start, max_order, width, out, column):  # pragma: no cover (compiled)
+def _count_ngrams(symbols, line_start, n_hyps, ref_start, max_order, width, out,
+                  column):  # pragma: no cover (compiled)
     """Fills `out[j, column + 3 * (n - 1):column + 3 * n]` = [hyp_count, ref_count, matches] of
     order n = 1..max_order for every reference j. Line l is `symbols[line_start[l]:line_start[l + 1]]`
     (each symbol below `width`); lines 0..n_hyps-1 are the hypotheses, the references of
@@ -370,7 +372,8 @@ def chrf_scores(stats: np.ndarray, options: ChrfOptions) -> np.ndarray:
                 precision = np.where(hyp > 0, matches / hyp, _EPS)
                 recall = np.where(ref > 0, matches / ref, _EPS)
                 denominator = factor * precision + recall
-                total = total + np.where(denominator > 0, (1 + factor) * precision * recall / denominator, _EPS)
+                f = (1 + factor) * precision * recall / denominator
+                total = total + np.where(denominator > 0, f, _EPS)
             return 100 * total / options.order
         precision, recall = np.zeros(len(stats)), np.zeros(len(stats))
         counted = np.zeros(len(stats), np.int64)
