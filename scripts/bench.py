@@ -24,6 +24,11 @@ One invocation:
    g   ``bleu-spark aggregate --group-by langpair,system`` of a generated statistics table of
        ``--stats-rows`` rows (default 100,000), no JVM: what a dashboard back end calls
 
+``--scale-groups 100,1000,10000`` runs c and d once per number of groups (100 systems, and as
+many language pairs as make the groups; ``--rows`` rows in ``--row-groups`` row groups) and
+prints, per number of groups, the wall time and peak memory of the process tree with and
+without intervals: what intervals cost as groups grow.
+
 3. checks that a1, a2, b, c, d and e give identical per-group results (score within 1e-9; counts,
    totals, sys_len, ref_len and n_segments equal) and exits 1 if they do not, before any speed
    is printed;
@@ -39,6 +44,7 @@ Examples::
     python scripts/bench.py --rows 10000000 --paths a2,b,c --json /tmp/bench-10m.json
     python scripts/bench.py --input ../shared/data/wmt22.parquet
     python scripts/bench.py --smoke            # identity guard only, a few thousand rows
+    python scripts/bench.py --scale-groups 100,1000,10000 --rows 500000 --row-groups 16
     python scripts/bench.py --input ../shared/data/wmt22.parquet --tokenizer-costs \
         --job-root /tmp/old                    # us per row per langpair, two checkouts, one process
 
@@ -492,6 +498,49 @@ def ensure_corpus(workdir: Path, params: Dict[str, Any], log=print) -> Path:
         return path
     log(f"corpus: generating {params['rows']} rows -> {path}")
     return generate_corpus(path, params, log=log)
+
+
+def with_row_groups(path: Path, row_groups: int) -> Path:
+    """The corpus rewritten in `row_groups` row groups of equal rows (cached beside it): the
+    generator writes a row group per system and chunk, and the job's tasks follow row groups."""
+    import pyarrow.parquet as pq
+
+    out = path.with_name(f"{path.stem}-rg{row_groups}.parquet")
+    if not out.exists():
+        table = pq.read_table(path)
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        pq.write_table(table, tmp, row_group_size=-(-table.num_rows // row_groups))
+        os.replace(tmp, out)
+    return out
+
+
+def run_scale(args) -> int:
+    """c and d per number of groups: time and peak memory of intervals as groups grow."""
+    table = []
+    for groups in args.scale_groups:
+        systems = min(groups, 100)
+        langpairs = ",".join(f"x{i:03d}-en" for i in range(max(1, groups // systems)))
+        out = Path(args.workdir) / f"scale-{groups}.json"
+        argv = ["--rows", str(args.rows), "--systems", str(systems), "--langpairs", langpairs,
+                "--paths", "c,d", "--row-groups", str(args.row_groups), "--json", str(out),
+                "--workdir", args.workdir, "--n-bootstrap", str(args.n_bootstrap)]
+        argv += [f"--conf={c}" for c in args.conf] + [f"--job-arg={a}" for a in args.job_arg]
+        print(f"== {groups} groups: {systems} systems x {groups // systems} language pairs", flush=True)
+        if main(argv) != 0:
+            return 2
+        runs = json.loads(out.read_text())["runs"]
+        table.append((groups, runs["c"], runs["d"]))
+    print()
+    print(f"{args.rows:,} rows in {args.row_groups} row groups; B = {args.n_bootstrap}; "
+          f"peak RSS of the whole process tree")
+    print(f"{'groups':>7} {'c wall s':>9} {'d wall s':>9} {'d/c':>5} {'c MiB':>8} {'d MiB':>8} "
+          f"{'d driver py MiB':>16} {'d 1 wrk MiB':>12}")
+    for groups, c, d in table:
+        print(f"{groups:>7} {c['wall_s']:>9.1f} {d['wall_s']:>9.1f} {d['wall_s'] / c['wall_s']:>5.2f} "
+              f"{c['peak_rss_total_mib']:>8.0f} {d['peak_rss_total_mib']:>8.0f} "
+              f"{d['peak_rss_mib'].get('py_driver', 0):>16.0f} "
+              f"{d['peak_rss_one_mib'].get('py_worker', 0):>12.0f}")
+    return 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -1280,9 +1329,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "side as when references are brought together (default file)")
     ap.add_argument("--cost-langpairs", default=None,
                     help="--tokenizer-costs: comma list of langpairs (default all)")
+    ap.add_argument("--row-groups", type=int, default=None,
+                    help="rewrite the generated corpus in this many row groups")
+    ap.add_argument("--scale-groups", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                    metavar="G1,G2,...", help="c and d per number of groups (see above)")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny corpus (2,000 rows), identity guard only, no speed table")
     args = ap.parse_args(argv)
+    if args.scale_groups:
+        return run_scale(args)
 
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     bad = [p for p in paths if p not in ALL_PATHS]
@@ -1313,7 +1368,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     else:
         params = corpus_params(args.rows, args.systems, args.langpairs, args.layout, args.seed)
         input_path = ensure_corpus(workdir, params)
-        corpus_meta = dict(params, input=str(input_path))
+        if args.row_groups:
+            input_path = with_row_groups(input_path, args.row_groups)
+        corpus_meta = dict(params, input=str(input_path), row_groups=args.row_groups)
     import pyarrow.parquet as pq
 
     n_rows = pq.ParquetDataset(str(input_path)).read(columns=["seg_id"]).num_rows

@@ -777,6 +777,20 @@ def test_a_worker_killed_before_it_took_its_task_is_a_lost_worker():
     assert lost_worker_failure(RuntimeError(trace.replace("PythonWorkerFactory", "ArrowWriter"))) is None
 
 
+def test_memory_that_ran_out_is_one_line_naming_where_and_the_setting_to_raise():
+    from bleu_spark.spark.job import memory_failure
+
+    driver = "An error occurred while calling o88.toArrow.\n: java.lang.OutOfMemoryError: Java heap space\n\tat ..."
+    executor = ("Job aborted due to stage failure: Task 3 in stage 2.0 failed 4 times, most recent failure: "
+                "Lost task 3.3 in stage 2.0 (TID 9): java.lang.OutOfMemoryError: Java heap space")
+    assert str(memory_failure(RuntimeError(driver))).startswith(
+        "the Spark driver ran out of memory; raise spark.driver.memory (spark-submit --driver-memory)")
+    assert str(memory_failure(RuntimeError(executor))).startswith(
+        "the Spark executor ran out of memory; raise spark.executor.memory")
+    assert "the Spark driver ran out of memory" in str(memory_failure(MemoryError()))
+    assert memory_failure(RuntimeError("Job aborted due to stage failure: a bug")) is None
+
+
 # --- output field names never collide with the input's columns ---------------------------------------
 
 @pytest.mark.parametrize("columns,args,message", [

@@ -182,3 +182,25 @@ def test_a_partition_value_too_long_for_a_folder_name_is_one_line(tmp_path):
         out.write_table("stats", pa.table({"text": ["x" * 300], "value": [1]}))
     out.abort()
     assert not [p for p in os.listdir(tmp_path / "out") if p.startswith(".staging")]
+
+
+def test_the_progress_line_says_what_runs_once_every_row_is_scored():
+    from types import SimpleNamespace
+
+    from bleu_spark.bootstrap import Resampling
+    from bleu_spark.spark.job import _after_scoring
+    from bleu_spark.spark.progress import Progress
+
+    stage = SimpleNamespace(stageId=1, numCompletedTasks=0, numTasks=2)
+    tracker = SimpleNamespace(getActiveStageIds=lambda: [1], getStageInfo=lambda s: stage)
+    counter = SimpleNamespace(value=0)
+    context = SimpleNamespace(accumulator=lambda v: counter, statusTracker=lambda: tracker)
+    after = _after_scoring(Resampling(confidence=True, n_bootstrap=1000))
+    progress = Progress(SimpleNamespace(sparkContext=context), 400, 0, after=after)
+    counter.value = 100
+    assert "100 of 400 rows scored (25%)" in progress.line()
+    counter.value = 400
+    line = progress.line()
+    assert line.startswith("bleu-spark: progress: all 400 rows scored, adding up the partial sums "
+                           "per group and their 1000 replicate sums, ")
+    assert line.endswith("[stage 1: 0/2 tasks]") and "100%" not in line

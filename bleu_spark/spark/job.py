@@ -316,7 +316,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         input_bytes = scan.bytes if scan else io.input_bytes(table.frame)
         # Spark's scan is split for balance here; an ArrowScan has its tasks already.
         splits = nullcontext() if scan else inputs.splits_sized(spark, rows_read, input_bytes)
-        with splits, Progress(spark, rows_read, options.progress_seconds) as progress:
+        with splits, Progress(spark, rows_read, options.progress_seconds,
+                              after=_after_scoring(resampling)) as progress:
             measurement = Measurement(spark, table, options, progress.rows, rows_read, scan)
         layout = measurement.input.layout
         if scan:
@@ -360,7 +361,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     except BaseException as exc:
         if output:
             output.abort()
-        unreadable = io.read_failure(exc) or lost_worker_failure(exc)
+        unreadable = io.read_failure(exc) or memory_failure(exc) or lost_worker_failure(exc)
         if unreadable is not None:
             raise unreadable from None
         raise
@@ -379,11 +380,40 @@ def write_rejected(frame: DataFrame, output, partition_by: Sequence[str]) -> Non
     output.rename_partition_values("rejected", strings, stand_in, "")
 
 
+def _after_scoring(resampling: bootstrap.Resampling) -> str:
+    """What the progress line says once every row is scored: the stages left add up sums."""
+    kept = [f"{n} {what} sums" for n, what in ((resampling.replicates, "replicate"),
+                                               (resampling.trials, "trial")) if n]
+    return "adding up the partial sums per group" + (f" and their {' and '.join(kept)}" if kept else "")
+
+
 # Causes of a task failure that are the platform's, not the data's or the code's.
 LOST_WORKER = ("Python worker exited unexpectedly", "ExecutorLostFailure", "Executor heartbeat timed out",
                "Container killed", "worker lost")
 # In the trace when a worker was killed (or could not start) before it took the task.
 WORKER_NOT_STARTED = "PythonWorkerFactory.create"
+
+
+# What to raise when a JVM's memory runs out, by where it ran out.
+MEMORY_SETTINGS = {"driver": "spark.driver.memory (spark-submit --driver-memory)",
+                   "executor": "spark.executor.memory (in local mode the driver's: --driver-memory)"}
+# A Python worker killed from outside (as the system kills a process when memory runs out).
+WORKER_MEMORY_HINT = ("; if memory ran out, give each Python worker more (fewer cores per "
+                      "executor: spark.executor.cores) or score fewer groups or replicates at once")
+
+
+def memory_failure(exc: BaseException) -> Optional[SparkJobFailedError]:
+    """Memory that ran out, as one line naming where and the setting to raise. Memory grows
+    with groups x replicates x statistics (intervals), never with rows: see docs/intervals.md."""
+    text = str(exc)
+    if isinstance(exc, MemoryError):
+        where = "driver"
+    elif "java.lang.OutOfMemoryError" in text:
+        where = "executor" if "Lost task" in text or "ExecutorLostFailure" in text else "driver"
+    else:
+        return None
+    return SparkJobFailedError(f"the Spark {where} ran out of memory; raise {MEMORY_SETTINGS[where]}, "
+                               f"or score fewer groups or replicates at once; nothing was written")
 
 
 def lost_worker_failure(exc: BaseException) -> Optional[SparkJobFailedError]:
@@ -397,9 +427,10 @@ def lost_worker_failure(exc: BaseException) -> Optional[SparkJobFailedError]:
     if not aborted or cause is None:
         return None
     where = re.search(r"Task \S+ in stage \S+ failed \d+ times?", aborted.group(1))
+    hint = WORKER_MEMORY_HINT if cause == LOST_WORKER[0] else ""
     return SparkJobFailedError(f"the Spark job failed: {where.group(0) if where else 'a task failed'}, "
                                f"last because: {cause} (retries are the platform's "
-                               f"spark.task.maxFailures); nothing was written")
+                               f"spark.task.maxFailures){hint}; nothing was written")
 
 
 def run_record(spark: SparkSession, options: JobOptions, measurement: Measurement,

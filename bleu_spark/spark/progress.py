@@ -21,9 +21,11 @@ def _duration(seconds: float) -> str:
 class Progress:
     """Prints `bleu-spark: progress: ...` to stderr every `interval` seconds until stopped."""
 
-    def __init__(self, spark, total_rows: int, interval: float, stream=sys.stderr):
+    def __init__(self, spark, total_rows: int, interval: float, stream=sys.stderr,
+                 after: str = "adding up the partial sums per group"):
         self.rows = spark.sparkContext.accumulator(0)
         self.total_rows = total_rows
+        self.after = after  # what the stages after scoring do, said once every row is scored
         self.interval = interval
         self.stream = stream
         self._tracker = spark.sparkContext.statusTracker()
@@ -49,6 +51,9 @@ class Progress:
                           for s in stages if s)
         share = done / self.total_rows if self.total_rows else 0.0
         left = f", about {_duration(elapsed * (1 - share) / share)} left" if 0 < share < 1 else ""
+        if share >= 1:  # the scoring tasks are done: say what the ones still running do
+            return (f"bleu-spark: progress: all {self.total_rows:,} rows scored, {self.after}, "
+                    f"{_duration(elapsed)} elapsed" + (f" [{tasks}]" if tasks else ""))
         return (f"bleu-spark: progress: {done:,} of {self.total_rows:,} rows scored "
                 f"({100 * share:.0f}%), {_duration(elapsed)} elapsed{left}"
                 + (f" [{tasks}]" if tasks else ""))
