@@ -204,3 +204,34 @@ def test_the_progress_line_says_what_runs_once_every_row_is_scored():
     assert line.startswith("bleu-spark: progress: all 400 rows scored, adding up the partial sums "
                            "per group and their 1000 replicate sums, ")
     assert line.endswith("[stage 1: 0/2 tasks]") and "100%" not in line
+
+
+def test_packed_replicate_sums_add_up_element_wise_per_group():
+    """`add_up` of packed sums equals numpy's sum of each group's rows: several rows a group
+    (the general path), a row a group (reordered), rows without sums, rows of another draw."""
+    import random
+
+    import numpy as np
+    import pyarrow as pa
+
+    from bleu_spark import statstable
+
+    rng = random.Random(4)
+    rows = [{"g": rng.choice(["a", "b", "c", None]), "resampling": rng.choice(["p:1", "p:1", "p:1", "q:2"]),
+             "n_segments": rng.randint(0, 9),
+             "replicate_sums": None if rng.random() < 0.2 else [rng.randint(0, 99) for _ in range(6)]}
+            for _ in range(200)]
+    table = pa.Table.from_pylist(rows, pa.schema([("g", pa.string()), ("resampling", pa.string()),
+                                                  ("n_segments", pa.int64()),
+                                                  ("replicate_sums", pa.list_(pa.int64()))]))
+    summed = {r["g"]: r for r in statstable.add_up(table, ["g"]).to_pylist()}
+    for group in {r["g"] for r in rows}:
+        mine = [r for r in rows if r["g"] == group]
+        labels = {r["resampling"] for r in mine}
+        lists = [r["replicate_sums"] for r in mine if r["replicate_sums"] is not None]
+        expected = np.sum(lists, axis=0).tolist() if lists and len(labels) == 1 else None
+        assert summed[group]["replicate_sums"] == expected
+        assert summed[group]["resampling"] == (labels.pop() if len(labels) == 1 else statstable.MIXED)
+        assert summed[group]["n_segments"] == sum(r["n_segments"] for r in mine)
+    once = statstable.add_up(table, ["g", "resampling"])
+    assert statstable.add_up(once, ["g", "resampling"]).to_pylist() == once.to_pylist()
