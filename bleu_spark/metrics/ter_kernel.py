@@ -4,7 +4,8 @@
 Preprocessing is sacrebleu's TercomTokenizer: by default the words of a line are its lowercased
 `str.split()` words, found for the whole batch by Arrow and one compiled split (`split_tokens`);
 Python's `str.lower()` is called only for lines holding a code point Arrow lowercases otherwise.
-With `normalized` or `no_punct` sacrebleu's tokenizer runs once per distinct line.
+With `normalized` or `no_punct` sacrebleu's tokenizer runs once per distinct line, and once
+more on a reference's result, as sacrebleu preprocesses references twice.
 
 Each (hypothesis, reference) pair then runs sacrebleu's greedy search, decision for decision, as
 one compiled loop over word ids (`_segment_edits`):
@@ -84,9 +85,9 @@ def ter_statistics_detail(hypotheses: pa.Array, references: pa.Array,
     if n and n_refs.min() == 0:
         raise ValueError(f"TER needs a reference in every row: row {int(np.argmin(n_refs))} has none")
     encoded = flat.dictionary_encode()
-    lines = pa.concat_arrays([hypotheses.cast(pa.large_string()),
-                              encoded.dictionary.cast(pa.large_string())])
-    tokens = split_tokens(preprocess(lines, options))
+    tokens = split_tokens(pa.concat_arrays([
+        preprocess(hypotheses.cast(pa.large_string()), options),
+        preprocess(encoded.dictionary.cast(pa.large_string()), options, reference=True)]))
     line_start = np.zeros(tokens.n_lines + 1, np.int64)
     np.cumsum(tokens.lengths(), out=line_start[1:])
     ref_start = np.zeros(n + 1, np.int64)
@@ -117,26 +118,33 @@ def ter_score(edits, ref_length):
 
 # -- preprocessing -------------------------------------------------------------------------------
 
-def preprocess(lines: pa.Array, options: TerOptions) -> pa.Array:
-    """Each line as sacrebleu's `TER._preprocess_segment` leaves it, up to whitespace: what
-    `split_tokens` splits is the words sacrebleu splits. `lines`: strings without nulls."""
+def preprocess(lines: pa.Array, options: TerOptions, reference: bool = False) -> pa.Array:
+    """Each line as sacrebleu's TER leaves it, up to whitespace: what `split_tokens` splits is
+    the words sacrebleu splits. sacrebleu preprocesses a reference twice (`_cache_references`
+    preprocesses the lines it passes to `_extract_reference_info`, which preprocesses them
+    again), a hypothesis once. `lines`: strings without nulls."""
     if options.normalized or options.no_punct:
-        return _tercom_distinct_lines(lines, options)
+        return _tercom_distinct_lines(lines, options, 2 if reference else 1)
     # rstrip and the final whitespace joining change no str.split() word; neither does lowering
-    # the line before its split (no code point lowercases to whitespace or from it).
+    # the line before its split (no code point lowercases to whitespace or from it), nor
+    # lowering it again (str.lower() of a lowered line is itself: the tests check every code
+    # point), so one pass is both of sacrebleu's.
     return lines if options.case_sensitive else python_lower(lines)
 
 
-def _tercom_distinct_lines(lines: pa.Array, options: TerOptions) -> pa.Array:
-    """sacrebleu's TercomTokenizer (which lowercases itself unless case-sensitive), called on
-    `line.rstrip()` once per distinct line."""
+def _tercom_distinct_lines(lines: pa.Array, options: TerOptions, passes: int) -> pa.Array:
+    """sacrebleu's `TercomTokenizer(...)(line.rstrip())` (which lowercases unless
+    case-sensitive), `passes` times over, once per distinct line: with `normalized` a second
+    pass can split more (`x's（` gives `x's （`, whose `'s` the next pass splits off)."""
     from sacrebleu.tokenizers.tokenizer_ter import TercomTokenizer
 
     tokenizer = TercomTokenizer(normalized=options.normalized, no_punct=options.no_punct,
                                 asian_support=options.asian_support,
                                 case_sensitive=options.case_sensitive)
     encoded = lines.dictionary_encode()
-    texts = [tokenizer(text.rstrip()) for text in encoded.dictionary.to_pylist()]
+    texts = encoded.dictionary.to_pylist()
+    for _ in range(passes):
+        texts = [tokenizer(text.rstrip()) for text in texts]
     return pa.array(texts, pa.large_string()).take(encoded.indices)
 
 
