@@ -252,12 +252,14 @@ def test_beam_rows_are_sacrebleus_floating_point_ones():
         for n_ref in [*range(200), 1000, 5000]:
             ratio = n_ref / n_hyp
             width = math.ceil(ratio / 2 + 25) if 25 < ratio / 2 else 25
-            lo, hi, start = _beam(n_hyp, n_ref)
+            lo, hi, column_0, size = _beam(n_hyp, n_ref)
             for i in (range(1, n_hyp + 1) if n_ref in (61, 1000) or n_hyp < 3 else (1, n_hyp - 1, n_hyp)):
                 diagonal = math.floor(i * ratio)
                 assert lo[i] == max(0, diagonal - width), (n_hyp, n_ref, i)
                 assert hi[i] == (n_ref + 1 if i == n_hyp else min(n_ref + 1, diagonal + width)), (n_hyp, n_ref, i)
-            assert start[-1] == (hi - lo).sum()
+            # each row's room: a cell left of its first, up to the next row's last
+            room = np.diff(np.append(column_0 + lo - 1, size))
+            assert (room == np.maximum(hi, np.append(hi[1:], hi[-1])) - lo + 1).all()
 
 
 def test_lengths_where_the_beam_arithmetic_matters_and_ratios_above_50():

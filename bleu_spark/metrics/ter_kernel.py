@@ -258,19 +258,19 @@ def _pair_edits(hyp, ref):  # pragma: no cover (compiled)
         return np.int64(n_h), 0
     if n_h == 0:  # no word to shift: the distance is the reference's insertions
         return np.int64(n_r), 0
-    lo, hi, start = _beam(n_h, n_r)
-    size = start[n_h + 1]
-    cost, ops = np.empty(size, np.int64), np.empty(size, np.uint8)
-    scratch_cost, scratch_ops = np.empty(size, np.int64), np.empty(size, np.uint8)
+    lo, hi, column_0, size = _beam(n_h, n_r)
+    # Cells outside the beam stay infinite and undefined: only cells of the beam are written.
+    cost, ops = np.full(size, _INFINITY, np.int64), np.full(size, _UNDEFINED, np.uint8)
+    scratch_cost, scratch_ops = cost.copy(), ops.copy()
     for j in range(n_r + 1):  # row 0: the reference's insertions
-        cost[j], ops[j] = j, _INS
+        cost[column_0[0] + j], ops[column_0[0] + j] = j, _INS
     words, shifted = hyp.copy(), np.empty(n_h, hyp.dtype)
     align = np.empty(n_r, np.int64)
     hyp_errors, ref_errors = np.zeros(n_h + 1, np.int64), np.zeros(n_r + 1, np.int64)
     shifts = checked = 0
     while True:
-        distance = _rows(words, ref, lo, hi, start, cost, ops, cost, ops, 0)
-        _alignment(n_h, n_r, lo, hi, start, ops, align, hyp_errors, ref_errors)
+        distance = _rows(words, ref, lo, hi, column_0, cost, cost, ops, 0)
+        _alignment(n_h, n_r, column_0, ops, align, hyp_errors, ref_errors)
         found = False
         best_gain = best_length = best_start = best_target = 0
         stop = False
@@ -294,8 +294,8 @@ def _pair_edits(hyp, ref):  # pragma: no cover (compiled)
                                 gain = 0
                             else:
                                 _shift(words, start_h, length, target, shifted)
-                                gain = distance - _rows(shifted, ref, lo, hi, start, cost, ops,
-                                                        scratch_cost, scratch_ops, min(start_h, target))
+                                gain = distance - _rows(shifted, ref, lo, hi, column_0, cost, scratch_cost,
+                                                        scratch_ops, min(start_h, target))
                             checked += 1
                             if (not found or gain > best_gain or (gain == best_gain and (
                                     length > best_length or (length == best_length and (
@@ -323,59 +323,63 @@ def _pair_edits(hyp, ref):  # pragma: no cover (compiled)
 
 @compiled
 def _beam(n_h, n_r):  # pragma: no cover (compiled)
-    """The cells the distance fills: row i (0..n_h) spans columns [lo[i], hi[i]), stored from
-    `start[i]` of a flat array."""
+    """The cells the distance computes: row i (0..n_h) spans columns [lo[i], hi[i]). Cell (i, j)
+    is at `column_0[i] + j` of a flat array of `size` cells, where each row has room for the
+    columns [lo[i] - 1, max(hi[i], hi[i + 1])): every cell a row's computation reads, in its row
+    and the row above, is one of them, infinite when outside the beam."""
     ratio = n_r / n_h
     width = _BEAM_WIDTH
     if _BEAM_WIDTH < ratio / 2:
         width = np.int64(math.ceil(ratio / 2 + _BEAM_WIDTH))
     lo, hi = np.empty(n_h + 1, np.int64), np.empty(n_h + 1, np.int64)
-    start = np.zeros(n_h + 2, np.int64)
     lo[0], hi[0] = 0, n_r + 1
     for i in range(1, n_h + 1):
         diagonal = np.int64(math.floor(i * ratio))
         lo[i] = max(0, diagonal - width)
         hi[i] = n_r + 1 if i == n_h else min(n_r + 1, diagonal + width)
+    column_0 = np.empty(n_h + 1, np.int64)
+    size = 0
     for i in range(n_h + 1):
-        start[i + 1] = start[i] + max(0, hi[i] - lo[i])
-    return lo, hi, start
+        column_0[i] = size - (lo[i] - 1)
+        size += max(hi[i], hi[min(i + 1, n_h)]) - (lo[i] - 1)
+    return lo, hi, column_0, size
 
 
 @compiled
-def _rows(words, ref, lo, hi, start, base_cost, base_ops, cost, ops, first):  # pragma: no cover (compiled)
+def _rows(words, ref, lo, hi, column_0, base_cost, cost, ops, first):  # pragma: no cover (compiled)
     """The beam-limited distance of `words` to `ref`: rows first+1.. into cost/ops, rows up to
-    `first` read from base_cost (those of a hypothesis with the same first `first` words)."""
+    `first` read from base_cost (those of a hypothesis with the same first `first` words).
+    Each cell starts infinite; the diagonal, then deletion, then insertion replace it only when
+    strictly cheaper."""
     n_h, n_r = len(words), len(ref)
     for i in range(first + 1, n_h + 1):
         above = base_cost if i - 1 <= first else cost
-        above_lo, above_hi, above_start = lo[i - 1], hi[i - 1], start[i - 1]
-        row_lo, row_start = lo[i], start[i]
+        up, here = column_0[i - 1], column_0[i]
         word = words[i - 1]
-        for j in range(row_lo, hi[i]):
-            k = row_start + j - row_lo
-            if j == 0:
-                value = (above[above_start] if above_lo == 0 < above_hi else _INFINITY) + 1
-                op = _DEL
-            else:
-                value, op = _INFINITY, _UNDEFINED
-                diagonal = above[above_start + j - 1 - above_lo] if above_lo <= j - 1 < above_hi else _INFINITY
-                if word == ref[j - 1]:
-                    if value > diagonal:
-                        value, op = diagonal, _NOP
-                elif value > diagonal + 1:
-                    value, op = diagonal + 1, _SUB
-                deletion = (above[above_start + j - above_lo] if above_lo <= j < above_hi else _INFINITY) + 1
-                if value > deletion:
-                    value, op = deletion, _DEL
-                insertion = (cost[k - 1] if j - 1 >= row_lo else _INFINITY) + 1
-                if value > insertion:
-                    value, op = insertion, _INS
-            cost[k], ops[k] = value, op
-    return cost[start[n_h] + n_r - lo[n_h]]
+        j = lo[i]
+        if j == 0:  # then row i - 1 starts at column 0 too
+            cost[here], ops[here] = above[up] + 1, _DEL
+            j = 1
+        for j in range(j, hi[i]):
+            value, op = _INFINITY, _UNDEFINED
+            diagonal = above[up + j - 1]
+            if word == ref[j - 1]:
+                if value > diagonal:
+                    value, op = diagonal, _NOP
+            elif value > diagonal + 1:
+                value, op = diagonal + 1, _SUB
+            deletion = above[up + j] + 1
+            if value > deletion:
+                value, op = deletion, _DEL
+            insertion = cost[here + j - 1] + 1
+            if value > insertion:
+                value, op = insertion, _INS
+            cost[here + j], ops[here + j] = value, op
+    return cost[column_0[n_h] + n_r]
 
 
 @compiled
-def _alignment(n_h, n_r, lo, hi, start, ops, align, hyp_errors, ref_errors):  # pragma: no cover (compiled)
+def _alignment(n_h, n_r, column_0, ops, align, hyp_errors, ref_errors):  # pragma: no cover (compiled)
     """From the trace of the distance (ops): per reference word, the hypothesis position it is
     aligned with (-1 before the first); the cumulative count of hypothesis words and reference
     words in error (substituted, inserted or deleted)."""
@@ -383,7 +387,7 @@ def _alignment(n_h, n_r, lo, hi, start, ops, align, hyp_errors, ref_errors):  # 
     ref_errors[:] = 0
     i, j = n_h, n_r
     while i > 0 or j > 0:
-        op = ops[start[i] + j - lo[i]] if lo[i] <= j < hi[i] else _UNDEFINED
+        op = ops[column_0[i] + j]
         if op == _NOP or op == _SUB:
             align[j - 1] = i - 1
             if op == _SUB:
