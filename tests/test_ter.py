@@ -329,6 +329,10 @@ def test_lowercasing_is_pythons_for_every_code_point():
     wrong = [line for line, ours in zip(lines, lowered) if ours != line.lower()]
     assert not wrong, wrong[:5]
     assert all(c.lower().lower() == c.lower() for c in chars)
+    # Lowering makes no whitespace and leaves whitespace as it is: a line's words are the same
+    # lowered before or after its split.
+    assert all(any(x.isspace() for x in c.lower()) == c.isspace() for c in chars)
+    assert all(c.lower() == c for c in chars if c.isspace())
     assert all(line.lower() == line for line in lowered)
 
 
@@ -359,6 +363,7 @@ def test_ter_score_is_sacrebleus_bit_for_bit():
     assert [ter_score(e, r) for e, r in zip(edits, lengths)] == theirs
     assert ter_score(np.array(edits), np.array(lengths)).tolist() == theirs
     assert ter_score(np.array(edits, np.int64)[2], np.float64(lengths[2])) == theirs[2] == 100.0
+    assert ter_score(1, 3.0) == 100 * (1 / 3) != 100 * 1 / 3  # sacrebleu divides first
 
 
 def test_inputs_large_chunked_null_references_and_empty_batches():

@@ -98,8 +98,13 @@ def ter_statistics_detail(hypotheses: pa.Array, references: pa.Array,
 
 
 def ter_score(edits, ref_length):
-    """sacrebleu's TER score from summed statistics: `100 * (edits / ref_length)`; with no
-    reference words, 100 when there are edits, else 0. Scalars give a float, arrays an array."""
+    """sacrebleu's TER score from summed statistics: `100 * (edits / ref_length)`, the division
+    first (`100 * edits / ref_length` differs in the last bit, 1 / 3 for one); with no
+    reference words, 100 when there are edits, else 0. Scalars give a float, arrays an array.
+
+    sacrebleu sums the segments' statistics one by one in segment order (`sum_of_lists`): the
+    float `ref_length` equals its sum when added in that order (`np.cumsum(...)[-1]`, not
+    `np.sum`, which adds in pairs)."""
     if np.ndim(edits) == 0 and np.ndim(ref_length) == 0:
         if ref_length > 0:
             fraction = edits / ref_length
@@ -203,6 +208,8 @@ def _lines_holding(offsets, data, table):  # pragma: no cover (compiled)
                 code, width = b & 0x0F, 3
             else:
                 code, width = b & 0x07, 4
+            if i + width > end:  # a truncated sequence (not valid UTF-8): nothing to lower
+                break
             for k in range(1, width):
                 code = code << 6 | (np.int64(data[i + k]) & 0x3F)
             if table[code]:
