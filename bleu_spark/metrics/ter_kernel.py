@@ -276,7 +276,7 @@ def _pair_edits(hyp, ref):  # pragma: no cover (compiled)
     hyp_errors, ref_errors = np.zeros(n_h + 1, np.int64), np.zeros(n_r + 1, np.int64)
     shifts = checked = 0
     while True:
-        distance = _rows(words, ref, lo, hi, column_0, cost, cost, ops, 0)
+        distance = _rows(words, ref, lo, hi, column_0, cost, cost, ops, 0, _INFINITY)
         _alignment(n_h, n_r, column_0, ops, align, hyp_errors, ref_errors)
         found = False
         best_gain = best_length = best_start = best_target = 0
@@ -301,8 +301,11 @@ def _pair_edits(hyp, ref):  # pragma: no cover (compiled)
                                 gain = 0
                             else:
                                 _shift(words, start_h, length, target, shifted)
+                                # A distance above `distance - best_gain` cannot rank first: its
+                                # rows are left as soon as they show it.
                                 gain = distance - _rows(shifted, ref, lo, hi, column_0, cost, scratch_cost,
-                                                        scratch_ops, min(start_h, target))
+                                                        scratch_ops, min(start_h, target),
+                                                        distance - best_gain if found else _INFINITY)
                             checked += 1
                             if (not found or gain > best_gain or (gain == best_gain and (
                                     length > best_length or (length == best_length and (
@@ -353,19 +356,26 @@ def _beam(n_h, n_r):  # pragma: no cover (compiled)
 
 
 @compiled
-def _rows(words, ref, lo, hi, column_0, base_cost, cost, ops, first):  # pragma: no cover (compiled)
+def _rows(words, ref, lo, hi, column_0, base_cost, cost, ops, first, limit):  # pragma: no cover (compiled)
     """The beam-limited distance of `words` to `ref`: rows first+1.. into cost/ops, rows up to
     `first` read from base_cost (those of a hypothesis with the same first `first` words).
     Each cell starts infinite; the diagonal, then deletion, then insertion replace it only when
-    strictly cheaper."""
+    strictly cheaper.
+
+    A cell is at least the least cell of the row above (each comes from one of those, or from
+    the cell to its left, at a cost of 0 or 1), so the distance is at least the least cell of
+    any row: once a row's least cell exceeds `limit`, that value is returned, more than `limit`
+    like the distance."""
     n_h, n_r = len(words), len(ref)
     for i in range(first + 1, n_h + 1):
         above = base_cost if i - 1 <= first else cost
         up, here = column_0[i - 1], column_0[i]
         word = words[i - 1]
         j = lo[i]
+        least = _INFINITY
         if j == 0:  # then row i - 1 starts at column 0 too
-            cost[here], ops[here] = above[up] + 1, _DEL
+            least = cost[here] = above[up] + 1
+            ops[here] = _DEL
             j = 1
         for j in range(j, hi[i]):
             value, op = _INFINITY, _UNDEFINED
@@ -382,6 +392,9 @@ def _rows(words, ref, lo, hi, column_0, base_cost, cost, ops, first):  # pragma:
             if value > insertion:
                 value, op = insertion, _INS
             cost[here + j], ops[here + j] = value, op
+            least = min(least, value)
+        if least > limit:
+            return least
     return cost[column_0[n_h] + n_r]
 
 
