@@ -7,8 +7,8 @@ ratios above 50, paragraphs of 300 words, several references, empty lines), ever
 option on text with case, punctuation and CJK variants, and the lowercasing of every code point.
 
 sacrebleu is instrumented while it runs (its own functions wrapped, not changed) to count the
-pairs it stops at the cap and the applied shifts whose target falls inside the moved span, so
-the tests can prove they reach those corners."""
+pairs it stops at the cap, how far its candidate counter goes and the applied shifts whose
+target falls inside the moved span, so the tests can prove they reach those corners."""
 import math
 import random
 from contextlib import contextmanager
@@ -35,7 +35,8 @@ OPTION_NAMES = ("case_sensitive", "normalized", "no_punct", "asian_support")
 def watched_sacrebleu(log):
     """sacrebleu's TER with its search watched: `log["capped"]` gets one flag per pair (1 when the
     candidate cap stopped it), `log["inside"]` counts applied shifts whose target falls inside
-    the moved span (start < target <= start + length, sacrebleu's third branch)."""
+    the moved span (start < target <= start + length, sacrebleu's third branch), `log["most"]`
+    is the highest value its candidate counter reached."""
     shift, perform_shift, edit_rate = lib_ter._shift, lib_ter._perform_shift, sacrebleu_ter.translation_edit_rate
     inside = {}
 
@@ -48,6 +49,7 @@ def watched_sacrebleu(log):
     def watched_shift(words_h, words_r, cached_ed, checked_candidates):
         inside.clear()
         score, shifted, checked = shift(words_h, words_r, cached_ed, checked_candidates)
+        log["most"] = max(log["most"], checked)
         if checked >= lib_ter._MAX_SHIFT_CANDIDATES:
             log["capped"][-1] = 1
         elif score > 0 and inside.get(id(shifted)) is shifted:
@@ -70,30 +72,30 @@ def watched_sacrebleu(log):
 
 def sacrebleu_statistics(hyps, refs, options):
     """sacrebleu's per-segment `[edits, avg_ref_len]`, per segment how many of its pairs the cap
-    stopped, and how many applied shifts moved a span past a target inside it."""
+    stopped, and the log of its search (`watched_sacrebleu`)."""
     streams = [[r[k] if k < len(r) else None for r in refs] for k in range(max(map(len, refs)))]
-    log = {"capped": [], "inside": 0}
+    log = {"capped": [], "inside": 0, "most": 0}
     with watched_sacrebleu(log):
         stats = TER(**options)._extract_corpus_statistics(hyps, streams)
     n_pairs = [sum(ref is not None for ref in r) for r in refs]
     first = np.concatenate([[0], np.cumsum(n_pairs)])
     capped = [sum(log["capped"][first[i]:first[i + 1]]) for i in range(len(refs))]
-    return stats, capped, log["inside"]
+    return stats, capped, log
 
 
 def assert_same_as_sacrebleu(hyps, refs, **options):
-    """Our statistics of every segment equal sacrebleu's; returns ours and the count of applied
-    inside-the-span shifts."""
+    """Our statistics of every segment equal sacrebleu's; returns ours and the log of sacrebleu's
+    search."""
     ours = ter_statistics_detail(pa.array(hyps, pa.string()), pa.array(refs, pa.list_(pa.string())),
                                  TerOptions(**options))
-    theirs, capped, inside = sacrebleu_statistics(hyps, refs, options)
+    theirs, capped, log = sacrebleu_statistics(hyps, refs, options)
     assert ours.edits.dtype == np.int64 and ours.ref_lengths.dtype == np.float64
     wrong = [(i, hyps[i], refs[i], (int(ours.edits[i]), float(ours.ref_lengths[i]), int(ours.capped[i])),
               (*theirs[i], capped[i]))
              for i in range(len(hyps))
              if (ours.edits[i], ours.ref_lengths[i], ours.capped[i]) != (theirs[i][0], theirs[i][1], capped[i])]
     assert not wrong, f"{len(wrong)} of {len(hyps)} segments differ: {wrong[:3]}"
-    return ours, inside
+    return ours, log
 
 
 def perturbed(rng, words, vocabulary):
@@ -187,8 +189,8 @@ def test_short_pairs_several_references_and_empty_lines():
                 segment_refs.append("")
         hyps.append(spaced(rng, hyp) if hyp or rng.random() < 0.5 else " \t")
         refs.append(segment_refs)
-    ours, inside = assert_same_as_sacrebleu(hyps, refs)
-    assert inside > 0  # shifts whose target falls inside the moved span were applied
+    ours, log = assert_same_as_sacrebleu(hyps, refs)
+    assert log["inside"] > 0  # shifts whose target falls inside the moved span were applied
     assert (ours.ref_lengths != np.round(ours.ref_lengths)).any()  # means of several lengths
 
 
@@ -223,12 +225,15 @@ def test_repetitive_pairs_reach_the_candidate_cap():
 
 
 def test_repetitive_pairs_long_enough_for_the_cap_each_round():
-    """80 words over 2 words: the counter overshoots 1,000 within a round."""
+    """50-80 words over 2 words: the counter reaches 1,000 within the first rounds, and goes
+    past it (the check comes after a span's targets)."""
     rng = random.Random(14)
-    hyps = [" ".join(rng.choice("ab") for _ in range(80))]
-    refs = [[" ".join(rng.choice("ab") for _ in range(78))]]
-    ours, _ = assert_same_as_sacrebleu(hyps, refs)
-    assert ours.capped[0] == 1
+    hyps, refs = [], []
+    for n in (50, 65, 80):
+        hyps.append(" ".join(rng.choice("ab") for _ in range(n)))
+        refs.append([" ".join(rng.choice("ab") for _ in range(n - 2))])
+    ours, log = assert_same_as_sacrebleu(hyps, refs)
+    assert (ours.capped == 1).all() and log["most"] > 1000
 
 
 @lru_cache(maxsize=None)
