@@ -182,8 +182,10 @@ def summed_lists(column, groups: pa.ListArray, agree: pa.Array) -> pa.ChunkedArr
     group); null where no row has one, or where the rows' draws differ (`agree` false)."""
     lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if len(groups) == len(lists):  # a row a group (rows already summed): reordered, not copied thrice
-        kept = lists.take(pc.list_flatten(groups))
-        kept = pc.if_else(agree, kept, pa.nulls(len(kept), kept.type))
+        order = pc.list_flatten(groups).to_numpy()
+        kept = lists if np.array_equal(order, np.arange(len(order))) else lists.take(order)
+        if not pc.all(agree).as_py():
+            kept = pc.if_else(agree, kept, pa.nulls(len(kept), kept.type))
         return kept if isinstance(kept, pa.ChunkedArray) else pa.chunked_array([kept])
     present = lists.is_valid().to_numpy(zero_copy_only=False)
     lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy()

@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
@@ -91,7 +92,11 @@ class ArrowScan:
         if not self.tasks:
             return schema.empty_table()
         tasks = spark.sparkContext.parallelize(range(len(self.tasks)), len(self.tasks))
-        sums = tasks.mapPartitions(task).treeReduce(merge)
+        results = tasks.mapPartitions(task)
+        if plan.replicates or plan.trials:
+            sums = _merged_by_bucket(results, merge, plan, len(self.tasks)) or schema.empty_table()
+        else:  # a few rows a group: merged in a tree, on the executors then on the driver
+            sums = results.treeReduce(merge)
         if isinstance(sums, UnreadableFile):
             raise InputNotFoundError(f"file file://{sums.args[0]} cannot be read: {sums.args[1]}")
         return sums
@@ -131,6 +136,36 @@ class ArrowScan:
         flat = pa.concat_arrays([batch.column(c).cast(pa.string()) for c in self.references_cols])
         values = flat.take(pa.array((np.arange(k) * n + np.arange(n)[:, None]).ravel()))
         return pa.ListArray.from_arrays(pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), values)
+
+
+def _merged_by_bucket(results, merge, plan, buckets: int):
+    """Partial sums that carry replicate sums (groups x B x statistics each): split by a hash
+    of the group key, each bucket merged by one task, the buckets brought to the driver one at a
+    time. No process ever holds more than one task's partial sums and the result (a tree of
+    merges would bring several whole ones together in the driver's JVM)."""
+    def split(result):
+        if isinstance(result, UnreadableFile):
+            yield 0, result
+            return
+        bucket = pa.array(_buckets(result, plan.keys, buckets))
+        for number in range(buckets):
+            part = result.filter(pc.equal(bucket, number))
+            if part.num_rows:
+                yield number, part
+
+    merged = results.flatMap(split).reduceByKey(merge, numPartitions=buckets)
+    tables = [table for _, table in merged.toLocalIterator(prefetchPartitions=True)]
+    failed = [t for t in tables if isinstance(t, UnreadableFile)]
+    return failed[0] if failed else pa.concat_tables(tables) if tables else None
+
+
+def _buckets(table: pa.Table, keys, buckets: int) -> np.ndarray:
+    """A bucket per row from its key's values, the same in every process (Python's own string
+    hash is salted per process)."""
+    import zlib
+
+    rows = zip(*(table[k].to_pylist() for k in keys))
+    return np.array([zlib.crc32(repr(row).encode()) % buckets for row in rows], np.int64)
 
 
 class UnreadableFile(Exception):
