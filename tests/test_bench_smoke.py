@@ -129,3 +129,13 @@ def test_tokenizer_costs_times_two_checkouts_and_checks_their_statistics(bench):
     assert [r["tokenize"] for r in table] == ["zh", "13a"]
     assert [r["rows"] for r in table] == [1963, 1359]
     assert all(r["old_us_per_row"] > r["old_tokenize_us_per_row"] > 0 for r in table)
+
+
+def test_metric_costs_time_chrf_and_ter_and_check_their_statistics_against_sacrebleu(bench):
+    from pathlib import Path
+
+    sample = Path(ROOT) / "samples" / "wmt22_sample.parquet"
+    table = bench.metric_costs(sample, 15, 1)
+    assert {r["metric"] for r in table} == {"chrf", "chrf++", "ter"}
+    assert len({r["langpair"] for r in table}) == 10 and all(r["rows"] == 15 for r in table)
+    assert all(r["identical"] and r["ours_us"] > 0 and r["sacrebleu_us"] > 0 for r in table)
