@@ -83,6 +83,19 @@ def test_wide_long_and_array_references_give_identical_scores(spark, tmp_path):
         assert row["coverage"] == 1.0
 
 
+@pytest.mark.parametrize("scan", ["auto", "spark"])
+def test_a_string_column_is_one_reference_a_row(spark, tmp_path, scan):
+    """The usual log layout: one string column `reference`; equal to the same references as
+    one-element lists; a null reference is a row without one (rejected, with its reason)."""
+    first = lambda c: REFS[c["langpair"], c["seg_id"]][0]
+    one = run(spark, tmp_path, [dict(c, reference=first(c)) for c in CANDIDATES], f"one-{scan}",
+              references_cols=("reference",), on_invalid="quarantine", scan=scan)
+    listed = run(spark, tmp_path, [dict(c, references=[first(c)]) for c in CANDIDATES],
+                 f"listed-{scan}", on_invalid="quarantine", scan=scan)
+    assert by_group(one) == by_group(listed)
+    assert one.run["rows"]["rejected_by_reason"] == {"no_reference": 2}  # the two null refs
+
+
 def broken_inputs():
     """Candidates with one of each reason, and a references table missing a segment."""
     rows = [dict(c) for c in CANDIDATES]

@@ -99,8 +99,8 @@ def splits_sized(spark: SparkSession, rows: int, input_bytes: Optional[int]):
 def reference_rules(options, columns) -> list:
     """Column rules for the candidates table's own references (inline or wide)."""
     names = options.references_cols
-    if len(names) == 1:
-        return [io.ColumnRule(names[0], "array<string>", io.is_string_array)]
+    if len(names) == 1:  # a list of references, or the one reference of the row
+        return [io.ColumnRule(names[0], "array<string> or string", io.is_string_or_string_array)]
     return [io.ColumnRule(name, "string", io.is_string) for name in names]
 
 
@@ -148,7 +148,8 @@ def scoring_input(spark: SparkSession, table: io.InputTable, options, group_cols
 
     def frames():
         df, names = table.frame, options.references_cols
-        references = F.col(names[0]) if len(names) == 1 else F.array(*[F.col(n) for n in names])
+        listed = len(names) == 1 and io.is_string_array(df.schema[names[0]].dataType)
+        references = F.col(names[0]) if listed else F.array(*[F.col(n) for n in names])
         added = [references.alias(REFERENCES), F.lit(None).cast("string").alias(ROW_REASON)]
         frame = df.select(*keep, *[c for c in segment_key if c not in keep], *added)
         return (_duplicates_flagged(frame, group_cols, segment_key),

@@ -363,6 +363,10 @@ def is_string_array(dtype) -> bool:
     return isinstance(dtype, T.ArrayType) and isinstance(dtype.elementType, T.StringType)
 
 
+def is_string_or_string_array(dtype) -> bool:
+    return is_string(dtype) or is_string_array(dtype)
+
+
 def is_atomic(dtype) -> bool:
     return isinstance(dtype, ATOMIC_TYPES)
 

@@ -128,10 +128,12 @@ class ArrowScan:
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def _references(self, batch: pa.RecordBatch) -> pa.Array:
-        """The references as one list per row; string columns of one reference each become
-        a list of all of them, null where a row has none (as Spark's `array(...)`)."""
-        if len(self.references_cols) == 1:
-            return batch.column(self.references_cols[0])
+        """The references as one list per row; string columns of one reference each (one such
+        column too) become a list of all of them, null where a row has none (as Spark's
+        `array(...)`)."""
+        first = batch.column(self.references_cols[0])
+        if len(self.references_cols) == 1 and pa.types.is_list(first.type):
+            return first
         n, k = batch.num_rows, len(self.references_cols)
         flat = pa.concat_arrays([batch.column(c).cast(pa.string()) for c in self.references_cols])
         values = flat.take(pa.array((np.arange(k) * n + np.arange(n)[:, None]).ravel()))
