@@ -23,7 +23,7 @@ def run_cli(*args, cwd=ROOT):
 @pytest.mark.parametrize("args,code,message", [
     (["--input", "/no/such/file.parquet"], 3, "input path not found: /no/such/file.parquet"),
     (["--candidate-col", "hyp"], 4, "input has no column hyp"),
-    (["--references-col", "source"], 5, "input column source is string, expected array<string>"),
+    (["--references-col", "seg_id"], 5, "input column seg_id is int, expected array<string> or string"),
     (["--tokenize", "moses"], 2, "unknown tokenizer 'moses'"),
     (["--smooth-method", "add-one"], 2, "unknown smoothing method 'add-one'"),
     (["--tokenize", "flores200"], 6, "tokenizer flores200 needs a SentencePiece model file"),

@@ -132,8 +132,8 @@ def test_schema_problems_are_reported_together(spark, tmp_path):
         .write.parquet(path)
     with pytest.raises(MissingColumnError, match="no column references.*candidate is int, expected string"):
         run_job(spark, JobOptions(input=path))
-    with pytest.raises(ColumnTypeError, match="column refs is string, expected array<string>"):
-        run_job(spark, JobOptions(input=path, candidate_col="system", references_cols=("refs",)))
+    with pytest.raises(ColumnTypeError, match="column candidate is int, expected array<string> or string"):
+        run_job(spark, JobOptions(input=path, candidate_col="system", references_cols=("candidate",)))
     with pytest.raises(InputNotFoundError, match="not found"):
         run_job(spark, JobOptions(input=str(tmp_path / "missing" / "*.parquet")))
 
