@@ -94,6 +94,12 @@ def test_a_string_column_is_one_reference_a_row(spark, tmp_path, scan):
                  f"listed-{scan}", on_invalid="quarantine", scan=scan)
     assert by_group(one) == by_group(listed)
     assert one.run["rows"]["rejected_by_reason"] == {"no_reference": 2}  # the two null refs
+    for (system, langpair), row in by_group(one).items():
+        rows = [c for c in CANDIDATES if (c["system"], c["langpair"]) == (system, langpair)
+                and first(c) is not None]
+        theirs = sacrebleu_score([c["candidate"] for c in rows], [[first(c)] for c in rows],
+                                 BleuConfig(), langpair=langpair)
+        assert_matches_sacrebleu(row, theirs)
 
 
 def broken_inputs():
