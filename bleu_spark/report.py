@@ -17,46 +17,39 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from .metrics import REGISTRY, Metric
+from .metrics.bleu import BANDS
+
 __all__ = ["render_report", "interpretation", "BANDS"]
 
 LANGPAIR = "langpair"
 MISSING = "—"  # shown for a value that is absent (no score, no coverage, no group value)
 SIGNIFICANCE = 0.05  # paired tests: p below this gets a star
 BAR_HEIGHT_PX = 30
-AXIS_END = 112     # BLEU units on the bar charts' x axis
-LABEL_ROOM = 50    # BLEU units a bar's label needs right of the bar
+AXIS_END = 112     # score units on the bar charts' x axis
+LABEL_ROOM = 50    # score units a bar's label needs right of the bar
+NO_BAND_COLOUR = "#1c7ed6"  # bars of a metric without interpretation bands
 # Fonts the machine has: the page fetches none.
 FONT_STACK = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', 'Liberation Sans', sans-serif"
 
-# The commonly cited BLEU bands, highest first: (lowest score, whether the lowest score itself
-# belongs to the band, name, bar colour). 60 is still "Very high quality"; only above 60 is
-# "better than human", hence the one exclusive lower bound.
-BANDS: Tuple[Tuple[float, bool, str, str], ...] = (
-    (60.0, False, "Quality often better than human", "#1a7f37"),
-    (50.0, True, "Very high quality, adequate, and fluent translations", "#2f9e44"),
-    (40.0, True, "High quality translations", "#66a80f"),
-    (30.0, True, "Understandable to good translations", "#1c7ed6"),
-    (20.0, True, "The gist is clear, but has significant grammatical errors", "#f08c00"),
-    (10.0, True, "Hard to get the gist", "#e8590c"),
-    (-math.inf, True, "Almost useless", "#c92a2a"),
-)
-
-
-def _band(score: float) -> Tuple[float, bool, str, str]:
-    for band in BANDS:
+def _band(score: float, bands=BANDS) -> Optional[Tuple[float, bool, str, str]]:
+    for band in bands:
         low, inclusive = band[0], band[1]
         if score > low or (inclusive and score == low):
             return band
-    return BANDS[-1]  # NaN compares false with everything
+    return bands[-1] if bands else None  # NaN compares false with everything
 
 
-def interpretation(score: Optional[float]) -> Optional[str]:
-    """The interpretation band of a BLEU score (0-100), or None for no score."""
-    return None if score is None else _band(score)[2]
+def interpretation(score: Optional[float], bands=BANDS) -> Optional[str]:
+    """The interpretation band of a score (0-100) among `bands` (a metric's; BLEU's by
+    default), or None for no score or a metric without bands."""
+    band = None if score is None else _band(score, bands)
+    return band[2] if band else None
 
 
-def band_colour(score: float) -> str:
-    return _band(score)[3]
+def band_colour(score: float, bands=BANDS) -> str:
+    band = _band(score, bands)
+    return band[3] if band else NO_BAND_COLOUR
 
 
 @dataclass
@@ -145,21 +138,21 @@ def _layout(**extra) -> Dict[str, Any]:
     return base
 
 
-def _bar_chart(section: Section) -> Optional[go.Figure]:
+def _bar_chart(section: Section, metric) -> Optional[go.Figure]:
     scored = [g for g in section.groups if g.score is not None]
     if not scored:
         return None
     labels = [_plotly_text(g.label) for g in scored]
     bar = go.Bar(
         orientation="h", x=[g.score for g in scored], y=labels,
-        marker=dict(color=[band_colour(g.score) for g in scored]),
+        marker=dict(color=[band_colour(g.score, metric.bands) for g in scored]),
         hovertemplate="%{y}: %{x:.2f}<extra></extra>", error_x=_whiskers(scored))
     highest = max(_right_end(g) for g in scored)
     return go.Figure(bar, _layout(
-        height=80 + BAR_HEIGHT_PX * len(scored), bargap=0.25, annotations=_score_labels(scored, labels),
+        height=80 + BAR_HEIGHT_PX * len(scored), bargap=0.25, annotations=_score_labels(scored, labels, metric),
         # One scale for every section, so bars compare across language pairs; past 100 there is
         # room for the label (score and band name) right of the longest bar.
-        xaxis=dict(title="BLEU", range=[0, max(AXIS_END, highest + LABEL_ROOM)],
+        xaxis=dict(title=metric.title, range=[0, max(AXIS_END, highest + LABEL_ROOM)],
                    tickvals=list(range(0, 101, 10)), zeroline=True),
         yaxis=dict(autorange="reversed", automargin=True)))
 
@@ -169,10 +162,10 @@ def _right_end(group: Group) -> float:
     return max(group.score, group.interval[1]) if group.interval else group.score
 
 
-def _score_labels(groups: List[Group], labels: List[str]) -> List[Dict[str, Any]]:
+def _score_labels(groups: List[Group], labels: List[str], metric) -> List[Dict[str, Any]]:
     # Annotations rather than bar text: placed right of the whisker, so the two never overlap.
     return [dict(x=_right_end(g), y=label, xanchor="left", xshift=6, showarrow=False,
-                 text=f"<b>{g.score:.2f}</b>  {interpretation(g.score)}")
+                 text=f"<b>{g.score:.2f}</b>  {interpretation(g.score, metric.bands) or ''}")
             for g, label in zip(groups, labels)]
 
 
@@ -189,7 +182,8 @@ def _time_text(value: Any) -> str:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
-def _time_chart(history: Sequence[dict], time_col: str, label_cols: Sequence[str]) -> Optional[go.Figure]:
+def _time_chart(history: Sequence[dict], time_col: str, label_cols: Sequence[str],
+                metric) -> Optional[go.Figure]:
     times = sorted({_time_text(r[time_col]) for r in history if r.get(time_col) is not None})
     if len(times) < 2:
         return None
@@ -204,7 +198,7 @@ def _time_chart(history: Sequence[dict], time_col: str, label_cols: Sequence[str
                          hovertemplate="%{x}: %{y:.2f}<extra>" + _plotly_text(label) + "</extra>")
               for label, points in sorted(lines.items())]
     return go.Figure(traces, _layout(
-        height=360, xaxis=dict(title=time_col, type="category"), yaxis=dict(title="BLEU"),
+        height=360, xaxis=dict(title=time_col, type="category"), yaxis=dict(title=metric.title),
         legend=dict(orientation="v")))
 
 
@@ -231,15 +225,15 @@ def _paired_rows(paired: Sequence[dict]) -> List[Dict[str, Any]]:
 
 
 def _attach_charts(sections: List[Section], group_cols: Sequence[str], history: Optional[Sequence[dict]],
-                   time_col: Optional[str]) -> None:
+                   time_col: Optional[str], metric) -> None:
     by_langpair = LANGPAIR in group_cols
     label_cols = _label_columns(group_cols, by_langpair)
     histories = _history_by_section(history or [], by_langpair) if time_col else {}
     for number, section in enumerate(sections):
-        bars = _bar_chart(section)
+        bars = _bar_chart(section, metric)
         if bars is not None:
             section.charts.append(dict(id=f"bars-{number}", kind="bars", figure=_figure_json(bars)))
-        timeline = _time_chart(histories.get(section.key, []), time_col, label_cols) if time_col else None
+        timeline = _time_chart(histories.get(section.key, []), time_col, label_cols, metric) if time_col else None
         if timeline is not None:
             section.charts.append(dict(id=f"time-{number}", kind="time", figure=_figure_json(timeline)))
 
@@ -270,38 +264,50 @@ _ENVIRONMENT = jinja2.Environment(
     autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-def _band_legend() -> List[Dict[str, str]]:
-    """Each band's name, colour and score range, read off BANDS."""
+def _band_legend(bands=BANDS) -> List[Dict[str, str]]:
+    """Each band's name, colour and score range, read off a metric's bands."""
     legend = []
-    for index, (low, _, name, colour) in enumerate(BANDS):
+    for index, (low, _, name, colour) in enumerate(bands):
         if index == 0:
             span = f"above {low:g}"
-        elif index == len(BANDS) - 1:
-            span = f"below {BANDS[index - 1][0]:g}"
+        elif index == len(bands) - 1:
+            span = f"below {bands[index - 1][0]:g}"
         else:
-            span = f"{low:g}–{BANDS[index - 1][0]:g}"
+            span = f"{low:g}–{bands[index - 1][0]:g}"
         legend.append(dict(name=name, colour=colour, range=span))
     return legend
 
 
-def _template_helpers() -> Dict[str, Any]:
-    return dict(interpretation=interpretation, band_colour=band_colour, band_legend=_band_legend(),
+def _template_helpers(metric) -> Dict[str, Any]:
+    bands = metric.bands
+    return dict(interpretation=lambda score: interpretation(score, bands) or MISSING,
+                band_colour=lambda score: band_colour(score, bands),
+                band_legend=_band_legend(bands), metric_title=metric.title,
                 missing=MISSING, significance=SIGNIFICANCE)
+
+
+def _metric_of(scores: Sequence[dict]):
+    """The metric of the rows (their `metric` field; BLEU's when they name none)."""
+    names = [r.get("metric") for r in scores if r.get("metric")]
+    return REGISTRY[names[0]] if names else REGISTRY["bleu"]
 
 
 def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str = "bleu-spark report",
                   run: Optional[dict] = None, history: Optional[List[dict]] = None,
-                  time_col: Optional[str] = None, paired: Optional[List[dict]] = None) -> str:
+                  time_col: Optional[str] = None, paired: Optional[List[dict]] = None,
+                  metric: Optional[Metric] = None) -> str:
     """One self-contained HTML page of the score rows (see the module doc); returns its text.
 
     `scores`: one dict per group (the group columns, score, n_segments, n_rejected, coverage,
     signature, tokenize, verbose, optionally ci_low/ci_high). `history`: rows of the same shape
     with a `time_col` value, drawn as a line per system over time in each language pair.
-    `paired`: paired-test rows (system, baseline, test, delta, p_value, ...).
+    `paired`: paired-test rows (system, baseline, test, delta, p_value, ...). `metric`: the
+    metric of the scores (its title and interpretation bands), else the rows' own.
     """
+    metric = metric or _metric_of(scores)
     group_cols = list(group_cols)
     sections = _sections(scores, group_cols)
-    _attach_charts(sections, group_cols, history, time_col)
+    _attach_charts(sections, group_cols, history, time_col, metric)
     _attach_paired(sections, group_cols, paired)
     by_langpair = LANGPAIR in group_cols
     return _ENVIRONMENT.get_template("report.html.j2").render(
@@ -309,7 +315,7 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
         table_cols=[c for c in group_cols if not (by_langpair and c == LANGPAIR)] or group_cols,
         paired_cols=[c for c in _paired_columns(paired) if not (by_langpair and c == LANGPAIR)],
         figures={c["id"]: c["figure"] for section in sections for c in section.charts},
-        plotly_js=get_plotlyjs(), **_template_helpers())
+        plotly_js=get_plotlyjs(), **_template_helpers(metric))
 
 
 def _paired_columns(paired: Optional[Sequence[dict]]) -> List[str]:
