@@ -54,6 +54,24 @@ def is_stat_column(name: str) -> bool:
     return any(m.owns_column(name) for m in REGISTRY.values())
 
 
+def reserved_column(name: str) -> bool:
+    """Whether a group column would take the name of a statistic column of some metric."""
+    return any(name.startswith(m.column_prefixes) or m.owns_column(name) for m in REGISTRY.values())
+
+
+def result_types() -> dict:
+    """Every metric's result fields and their Arrow types, in registry order."""
+    types: dict = {}
+    for metric in REGISTRY.values():
+        types.update(metric.result_types)
+    return types
+
+
+def order_of(name: str) -> int:
+    """A metric's place in the registry (the order rows of one group are shown in)."""
+    return list(REGISTRY).index(name) if name in REGISTRY else len(REGISTRY)
+
+
 def stat_order(names: Sequence[str]) -> List[str]:
     """Statistic columns in the registry's order, each metric's in its own."""
     owners = list(REGISTRY.values())

@@ -54,6 +54,10 @@ class Metric(ABC):
     higher_is_better: ClassVar[bool] = True
     uses_tokenizer: ClassVar[bool] = False   # statistics follow the row's tokenizer (--tokenize)
     bands: ClassVar[Tuple[Band, ...]] = ()   # interpretation bands, highest first; () for none
+    # The fields `result` gives (each a score row's field), with their Arrow types.
+    result_types: ClassVar[Mapping[str, pa.DataType]] = {}
+    # Group columns may not start with these (statistic columns of the metric have them).
+    column_prefixes: ClassVar[Tuple[str, ...]] = ()
 
     # --- measuring -------------------------------------------------------------------------
 
@@ -76,6 +80,10 @@ class Metric(ABC):
     def columns(self) -> List[StatColumn]:
         """The statistic columns, in the order of a segment's statistics vector."""
 
+    @classmethod
+    def result_fields(cls) -> Tuple[str, ...]:
+        return tuple(cls.result_types)
+
     @property
     def names(self) -> List[str]:
         return [c.name for c in self.columns()]
@@ -95,6 +103,12 @@ class Metric(ABC):
         """int64 (n, width): each segment's statistics. `candidates`: strings without nulls;
         `references`: lists of strings, each with a non-null one at least; `tokenizer`: the
         rows' tokenizer when `uses_tokenizer`."""
+
+    def measure(self, candidates: pa.Array, references: pa.Array,
+                tokenizer=None) -> Tuple[np.ndarray, int]:
+        """`segment_statistics`, and how many distinct references were tokenized for them (the
+        work a run reports; 0 for a metric without a tokenizer)."""
+        return self.segment_statistics(candidates, references, tokenizer), 0
 
     # --- showing ---------------------------------------------------------------------------
 

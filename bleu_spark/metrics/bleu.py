@@ -217,6 +217,12 @@ class Bleu(Metric):
     title = "BLEU"
     bands = BANDS
     uses_tokenizer = True
+    result_types = {"score": pa.float64(), "counts": pa.list_(pa.int64()),
+                    "totals": pa.list_(pa.int64()), "precisions": pa.list_(pa.float64()),
+                    "bp": pa.float64(), "ratio": pa.float64(), "sys_len": pa.int64(),
+                    "ref_len": pa.int64(), "n_segments": pa.int64(), "tokenize": pa.string(),
+                    "signature": pa.string(), "verbose": pa.string()}
+    column_prefixes = ("correct_", "total_")
 
     def __init__(self, config: BleuConfig, tokenizer_signature: Optional[str] = None,
                  version: Optional[str] = None):
@@ -245,12 +251,15 @@ class Bleu(Metric):
                 "max_ngram_order": self.config.max_ngram_order, "metric_options": ""}
 
     def segment_statistics(self, candidates, references, tokenizer=None) -> np.ndarray:
-        return segment_statistics(candidates, references, tokenizer,
-                                  self.config.max_ngram_order).stats
+        return self.measure(candidates, references, tokenizer)[0]
+
+    def measure(self, candidates, references, tokenizer=None):
+        segments = segment_statistics(candidates, references, tokenizer, self.config.max_ngram_order)
+        return segments.stats, segments.references_tokenized
 
     @classmethod
-    def from_measurement(cls, row: Mapping[str, Any], choices: BleuConfig) -> "Bleu":
-        measured = dataclasses.replace(choices, tokenize=AUTO, spm_model=None,
+    def from_measurement(cls, row: Mapping[str, Any], choices: Optional[BleuConfig]) -> "Bleu":
+        measured = dataclasses.replace(choices or BleuConfig(), tokenize=AUTO, spm_model=None,
                                        lowercase=row["lowercase"],
                                        max_ngram_order=row["max_ngram_order"])
         return cls(measured, row.get("tokenizer_signature"), row.get("sacrebleu_version"))

@@ -69,6 +69,10 @@ class Chrf(Metric):
     name = "chrf"
     title = "chrF"
     default_word_order = 0
+    result_types = {"score": pa.float64(), "char_order": pa.int64(), "word_order": pa.int64(),
+                    "beta": pa.int64(), "n_segments": pa.int64(), "tokenize": pa.string(),
+                    "signature": pa.string(), "verbose": pa.string()}
+    column_prefixes = (PREFIX,)
 
     def __init__(self, options: ChrfOptions, version: Optional[str] = None):
         self.options = checked(options)
