@@ -254,3 +254,22 @@ def test_days_scored_apart_then_aggregated_equal_the_week_with_chrf(spark, tmp_p
         for field in ("score", "signature", "verbose", "n_segments", "ci_low", "ci_high", "bs_mean"):
             assert aggregated[k][field] == row[field], (k, field)
         assert row["ci_low"] <= row["score"] <= row["ci_high"] or row["metric"] == "bleu"
+
+
+@pytest.mark.parametrize("name", ["chrf", "chrf++"])
+def test_sacrebleu_replay_of_a_chrf_interval(name, monkeypatch):
+    """The exact replay takes the metric's own sacrebleu counterpart: sacrebleu's chrF interval."""
+    from bleu_spark import bootstrap
+
+    table = pq.read_table(SAMPLE)
+    table = table.filter(pc.equal(table["langpair"], "de-en"))
+    table = table.filter(pc.equal(table["system"], table["system"][0]))
+    hyps, refs = table["candidate"].to_pylist(), table["references"].to_pylist()
+    metric = default_metric(name)
+    stats = metric.segment_statistics(table["candidate"], table["references"])
+    monkeypatch.setenv("SACREBLEU_SEED", "7")
+    ours = bootstrap.sacrebleu_interval(stats, metric, n_samples=200, seed=7)
+    theirs = CHRF(**SACREBLEU_OPTIONS[name]).corpus_score(hyps, reference_streams(refs), n_bootstrap=200)
+    assert ours.score == pytest.approx(theirs.score, abs=TOLERANCE)
+    assert ours.mean == pytest.approx(theirs._mean, abs=1e-6)
+    assert ours.halfwidth == pytest.approx(theirs._ci, abs=1e-6)
