@@ -175,6 +175,7 @@ def sacrebleu_interval(stats, config, n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES
     stats = _segment_stats(stats)
     _check_replay_size(len(stats), n_samples, 8)
     metric = sacrebleu_metric(config)
+    stats = as_metric(config).sacrebleu_statistics(stats)
     scores = _resample_scores(metric, stats, _resample_indices(len(stats), n_samples, seed))
     low, high = percentile_bounds(scores)
     return Interval(score=_full_score(metric, stats), mean=statistics.mean(scores.tolist()),
@@ -200,6 +201,7 @@ def sacrebleu_paired_bs(baseline, system, config,
     _check_paired(baseline, system)
     _check_replay_size(len(baseline), n_samples, 8)
     metric = sacrebleu_metric(config)
+    baseline, system = map(as_metric(config).sacrebleu_statistics, (baseline, system))
     indices = _resample_indices(len(baseline), n_samples, seed)
     scores_bl = _resample_scores(metric, baseline, indices)
     scores_sys = _resample_scores(metric, system, indices)
@@ -237,6 +239,7 @@ def sacrebleu_paired_ar(baseline, system, config,
     _check_paired(baseline, system)
     _check_replay_size(len(baseline), n_trials, 1)
     metric = sacrebleu_metric(config)
+    baseline, system = map(as_metric(config).sacrebleu_statistics, (baseline, system))
     rng = np.random.default_rng(seed)
     keep_baseline = rng.integers(2, size=(n_trials, len(baseline)), dtype=bool)
     scores_a = _trial_scores(metric, keep_baseline, baseline, system)

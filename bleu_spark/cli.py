@@ -26,6 +26,8 @@ DEFAULTS = {
     "colocate_references": "auto", "scan": "auto",
     "metrics": "bleu", "chrf_char_order": 6, "chrf_word_order": 0, "chrf_beta": 2,
     "chrf_whitespace": False, "chrf_lowercase": False, "chrf_eps_smoothing": False,
+    "ter_case_sensitive": False, "ter_normalized": False, "ter_no_punct": False,
+    "ter_asian_support": False,
 }
 
 
@@ -48,7 +50,8 @@ JOB_FILE_KINDS = {
     "colocate_references": STRING, "scan": STRING,
     "metrics": COLUMNS, "chrf_char_order": INTEGER, "chrf_word_order": INTEGER,
     "chrf_beta": INTEGER, "chrf_whitespace": BOOLEAN, "chrf_lowercase": BOOLEAN,
-    "chrf_eps_smoothing": BOOLEAN,
+    "chrf_eps_smoothing": BOOLEAN, "ter_case_sensitive": BOOLEAN, "ter_normalized": BOOLEAN,
+    "ter_no_punct": BOOLEAN, "ter_asian_support": BOOLEAN,
 }
 
 
@@ -172,10 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="lowercase candidates and references")
     bleu.add_argument("--max-ngram-order", type=int, help="highest n-gram order (default: 4)")
     bleu.add_argument("--spm-model", help="local SentencePiece model for flores101, flores200, spBLEU-1K")
-    measured = score.add_argument_group("metrics (chrF's options as sacrebleu's)")
+    measured = score.add_argument_group("metrics (chrF's and TER's options as sacrebleu's)")
     measured.add_argument("--metrics", metavar="NAMES",
-                          help="comma-separated metrics measured in one pass: bleu, chrf, chrf++ "
-                               "(default: bleu)")
+                          help="comma-separated metrics measured in one pass: bleu, chrf, chrf++, "
+                               "ter (default: bleu)")
     measured.add_argument("--chrf-char-order", type=int, metavar="N",
                           help="chrF character n-gram order (default: 6)")
     measured.add_argument("--chrf-word-order", type=int, metavar="N",
@@ -188,6 +191,14 @@ def build_parser() -> argparse.ArgumentParser:
                           help="chrF: lowercase candidates and references")
     measured.add_argument("--chrf-eps-smoothing", action=argparse.BooleanOptionalAction, default=None,
                           help="chrF: mean of per-order F with eps smoothing (chrF++.py's)")
+    measured.add_argument("--ter-case-sensitive", action=argparse.BooleanOptionalAction, default=None,
+                          help="TER: keep case (default: lowercase, as tercom)")
+    measured.add_argument("--ter-normalized", action=argparse.BooleanOptionalAction, default=None,
+                          help="TER: tercom's normalization of the text")
+    measured.add_argument("--ter-no-punct", action=argparse.BooleanOptionalAction, default=None,
+                          help="TER: delete punctuation")
+    measured.add_argument("--ter-asian-support", action=argparse.BooleanOptionalAction, default=None,
+                          help="TER: split Asian scripts (with --ter-normalized or --ter-no-punct)")
     resample = score.add_argument_group("resampling (with --confidence, --paired-bs, --paired-ar)")
     resample.add_argument("--paired-ar", action=argparse.BooleanOptionalAction, default=None,
                           help="paired approximate randomization test against --baseline")
@@ -274,7 +285,7 @@ def job_options(settings: dict):
         grouping_sets=settings["grouping_sets"], partition_by=tuple(settings["partition_by"] or ()),
         report=bool(settings["report"]), config=config, resampling=resampling_options(settings),
         metrics=tuple(settings["metrics"]),
-        metric_settings=tuple((k, settings[k]) for k in DEFAULTS if k.startswith("chrf_")))
+        metric_settings=tuple((k, settings[k]) for k in DEFAULTS if k.startswith(("chrf_", "ter_"))))
 
 
 def resampling_options(settings: dict):

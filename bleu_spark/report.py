@@ -82,7 +82,7 @@ class Group:
 class Section:
     title: str
     key: Optional[Any]       # the language pair, or None for the one section of the page
-    groups: List[Group]      # ranked by score, highest first; groups without a score last
+    groups: List[Group]      # ranked by score, best first; groups without a score last
     charts: List[Dict[str, Any]] = field(default_factory=list)
     paired: List[Dict[str, Any]] = field(default_factory=list)
 
@@ -109,11 +109,14 @@ def _label_columns(group_cols: Sequence[str], by_langpair: bool) -> List[str]:
     return rest or list(group_cols)
 
 
-def _ranked(groups: List[Group]) -> List[Group]:
-    return sorted(groups, key=lambda g: (g.score is None, -(g.score or 0.0), g.label))
+def _ranked(groups: List[Group], higher_is_better: bool = True) -> List[Group]:
+    """Best first (the highest score, or the lowest for a metric where lower is better)."""
+    sign = -1.0 if higher_is_better else 1.0
+    return sorted(groups, key=lambda g: (g.score is None, sign * (g.score or 0.0), g.label))
 
 
-def _sections(scores: Sequence[dict], group_cols: Sequence[str]) -> List[Section]:
+def _sections(scores: Sequence[dict], group_cols: Sequence[str],
+              higher_is_better: bool = True) -> List[Section]:
     by_langpair = LANGPAIR in group_cols
     label_cols = _label_columns(group_cols, by_langpair)
     buckets: Dict[Any, List[Group]] = {}
@@ -122,7 +125,8 @@ def _sections(scores: Sequence[dict], group_cols: Sequence[str]) -> List[Section
         key = values[LANGPAIR] if by_langpair else None
         buckets.setdefault(key, []).append(Group(values, _label(values, label_cols), row))
     keys = sorted(buckets, key=lambda k: (k is None, str(k)))
-    return [Section(_text(k) if by_langpair else "All groups", k, _ranked(buckets[k])) for k in keys]
+    return [Section(_text(k) if by_langpair else "All groups", k,
+                    _ranked(buckets[k], higher_is_better)) for k in keys]
 
 
 def _plotly_text(text: str) -> str:
@@ -306,7 +310,7 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
     """
     metric = metric or _metric_of(scores)
     group_cols = list(group_cols)
-    sections = _sections(scores, group_cols)
+    sections = _sections(scores, group_cols, metric.higher_is_better)
     _attach_charts(sections, group_cols, history, time_col, metric)
     _attach_paired(sections, group_cols, paired)
     by_langpair = LANGPAIR in group_cols

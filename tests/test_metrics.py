@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from sacrebleu.metrics.chrf import CHRF
+from sacrebleu.metrics.ter import TER
 
 from bleu_spark import BleuConfig, cli, metrics, statstable, views
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
@@ -130,8 +131,9 @@ def test_options_are_checked_once_with_sacrebleus_names():
 def test_sentence_scores_are_sacrebleus():
     rng = random.Random(2)
     words = ["the", "cat", "sat", "on", "mat", "(a)", "dog,", "Über"]
-    for name in ("chrf", "chrf++"):
-        metric, theirs = default_metric(name), CHRF(**SACREBLEU_OPTIONS[name])
+    for name in ("chrf", "chrf++", "ter"):
+        metric = default_metric(name)
+        theirs = TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])
         for _ in range(30):
             hyp = " ".join(rng.choices(words, k=rng.randint(0, 8)))
             refs = [" ".join(rng.choices(words, k=rng.randint(1, 8))) for _ in range(rng.randint(1, 2))]
@@ -153,6 +155,19 @@ def sacrebleu_groups(table, options):
         score = metric.corpus_score(hyps, streams)
         sums = np.sum(metric._extract_corpus_statistics(hyps, streams), axis=0)
         out[key] = (score, sums.tolist(), str(metric.get_signature()))
+    return out
+
+
+def sacrebleu_ter_groups(table, options):
+    groups = defaultdict(list)
+    for row in table.to_pylist():
+        groups[row["langpair"], row["system"]].append(row)
+    out = {}
+    for key, rows in groups.items():
+        metric = TER(**options)
+        score = metric.corpus_score([r["candidate"] for r in rows],
+                                    reference_streams([r["references"] for r in rows]))
+        out[key] = (score, str(metric.get_signature()))
     return out
 
 
@@ -235,7 +250,7 @@ def test_days_scored_apart_then_aggregated_equal_the_week_with_chrf(spark, tmp_p
     table = sample_week()
     table = table.filter(pc.equal(table["langpair"], "de-en"))
     resampling = Resampling(confidence=True, n_bootstrap=100, seed=3)
-    options = dict(progress_seconds=0, metrics=("chrf", "chrf++", "bleu"), resampling=resampling)
+    options = dict(progress_seconds=0, metrics=("chrf", "chrf++", "bleu", "ter"), resampling=resampling)
     out = tmp_path / "daily"
     for date in sorted(set(table["run_date"].to_pylist())):
         path = str(tmp_path / f"day-{date}.parquet")
@@ -249,14 +264,14 @@ def test_days_scored_apart_then_aggregated_equal_the_week_with_chrf(spark, tmp_p
     key = lambda r: (r["langpair"], r["system"], r["metric"])
     fresh, aggregated = {key(r): r for r in fresh}, {key(r): r for r in aggregated}
     systems = set(table["system"].to_pylist())
-    assert fresh.keys() == aggregated.keys() and len(fresh) == 3 * len(systems) > 3
+    assert fresh.keys() == aggregated.keys() and len(fresh) == 4 * len(systems) > 4
     for k, row in fresh.items():
         for field in ("score", "signature", "verbose", "n_segments", "ci_low", "ci_high", "bs_mean"):
             assert aggregated[k][field] == row[field], (k, field)
-        assert row["ci_low"] <= row["score"] <= row["ci_high"] or row["metric"] == "bleu"
+        assert row["ci_low"] <= row["score"] <= row["ci_high"] or row["metric"] in ("bleu", "ter")
 
 
-@pytest.mark.parametrize("name", ["chrf", "chrf++"])
+@pytest.mark.parametrize("name", ["chrf", "chrf++", "ter"])
 def test_sacrebleu_replay_of_a_chrf_interval(name, monkeypatch):
     """The exact replay takes the metric's own sacrebleu counterpart: sacrebleu's chrF interval."""
     from bleu_spark import bootstrap
@@ -269,7 +284,36 @@ def test_sacrebleu_replay_of_a_chrf_interval(name, monkeypatch):
     stats = metric.segment_statistics(table["candidate"], table["references"])
     monkeypatch.setenv("SACREBLEU_SEED", "7")
     ours = bootstrap.sacrebleu_interval(stats, metric, n_samples=200, seed=7)
-    theirs = CHRF(**SACREBLEU_OPTIONS[name]).corpus_score(hyps, reference_streams(refs), n_bootstrap=200)
+    theirs = (TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])).corpus_score(
+        hyps, reference_streams(refs), n_bootstrap=200)
     assert ours.score == pytest.approx(theirs.score, abs=TOLERANCE)
     assert ours.mean == pytest.approx(theirs._mean, abs=1e-6)
     assert ours.halfwidth == pytest.approx(theirs._ci, abs=1e-6)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("settings", [{}, {"ter_case_sensitive": True, "ter_no_punct": True}])
+def test_ter_equals_sacrebleu_on_a_slice_of_the_sample(spark, tmp_path, settings):
+    """TER on two language pairs of the sample (one with two references for some segments):
+    score, edits, reference length and signature as sacrebleu's; lower ranks first."""
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    table = pq.read_table(SAMPLE)
+    table = table.filter(pc.is_in(table["langpair"], pa.array(["de-en", "en-zh"])))
+    path = str(tmp_path / "slice.parquet")
+    pq.write_table(table, path)
+    result = run_job(spark, JobOptions(input=path, output=str(tmp_path / "out"), progress_seconds=0,
+                                       metrics=("ter",), metric_settings=tuple(settings.items()),
+                                       report=True))
+    theirs = sacrebleu_ter_groups(table, {k[len("ter_"):]: v for k, v in settings.items()})
+    assert len(result.scores) == len(theirs)
+    assert any(r["signature"].startswith("nrefs:2") for r in result.scores)
+    for row in result.scores:
+        score, signature = theirs[row["langpair"], row["system"]]
+        assert abs(row["score"] - score.score) <= TOLERANCE and row["signature"] == signature
+        assert row["num_edits"] == score.num_edits
+        assert abs(row["ref_length"] - score.ref_length) <= 1e-9
+        assert row["verbose"] == str(score) and row["metric"] == "ter"
+    dashboard = pq.read_table(tmp_path / "out" / "dashboard")
+    assert set(dashboard["metric"].to_pylist()) == {"ter"}
+    assert "ter_edits" in dashboard.column_names and "sys_len" not in dashboard.column_names

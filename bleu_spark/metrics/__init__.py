@@ -7,9 +7,10 @@ from ..errors import IncompatibleStatisticsError, UsageError
 from .base import Metric, StatColumn
 from .bleu import Bleu
 from .chrf import Chrf, ChrfPlusPlus
+from .ter import Ter
 
 # The registry: name (as `--metrics` and the statistics table's `metric` column spell it) -> metric.
-REGISTRY: Dict[str, Type[Metric]] = {m.name: m for m in (Bleu, Chrf, ChrfPlusPlus)}
+REGISTRY: Dict[str, Type[Metric]] = {m.name: m for m in (Bleu, Chrf, ChrfPlusPlus, Ter)}
 DEFAULT = ("bleu",)
 
 __all__ = ["Metric", "StatColumn", "REGISTRY", "DEFAULT", "get", "parse_names", "configured",

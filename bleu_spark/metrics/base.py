@@ -131,6 +131,10 @@ class Metric(ABC):
         """The result fields of a group (score, signature, verbose and the metric's own), from
         its sums and its statistics row (n_segments, min_refs, max_refs, tokenize, ...)."""
 
+    def sacrebleu_statistics(self, stats: np.ndarray) -> np.ndarray:
+        """Segment statistics as sacrebleu's own metric holds them (for the exact replay)."""
+        return stats
+
     def sacrebleu_metric(self):
         """sacrebleu's own metric with these options, for the exact bootstrap replay."""
         raise NotImplementedError(f"{self.name}: no sacrebleu replay")
