@@ -347,7 +347,8 @@ def format_paired(paired: List[dict]) -> str:
         star = "*" if row["p_value"] < 0.05 else " "
         interval = (f"  [{row['delta_ci_low']:+.2f}, {row['delta_ci_high']:+.2f}]"
                     if row.get("delta_ci_low") is not None else "")
-        lines.append(f"{row['test']:9s} {where}  {row['system']} vs {row['baseline']}: "
+        metric = f"{row['metric']} " if row.get("metric") else ""
+        lines.append(f"{row['test']:9s} {where}  {metric}{row['system']} vs {row['baseline']}: "
                      f"delta {row['delta']:+.2f}  p = {row['p_value']:.4f}{star}{interval}")
     return "\n".join(lines)
 

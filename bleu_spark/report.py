@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -324,7 +323,8 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
 
 def _paired_columns(paired: Optional[Sequence[dict]]) -> List[str]:
     """The comparison's group columns: the keys of a paired row that are not test results."""
-    known = {"system", "baseline", "test", "delta", "p_value", "delta_ci_low", "delta_ci_high"}
+    known = {"metric", "system", "baseline", "test", "delta", "p_value", "delta_ci_low",
+             "delta_ci_high"}
     columns: List[str] = []
     for row in paired or []:
         columns += [k for k in row if k not in known and k not in columns]

@@ -9,7 +9,6 @@ sentence-level F, which beta and eps smoothing decide), so all of them are measu
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 import sacrebleu
 from typing import Any, List, Mapping, Optional, Sequence

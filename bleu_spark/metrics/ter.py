@@ -12,7 +12,6 @@ sequential float sum to within its rounding (other numbers of references are rou
 """
 from __future__ import annotations
 
-import re
 from typing import Any, List, Mapping, Optional, Sequence
 
 import numpy as np
