@@ -260,6 +260,10 @@ def test_days_scored_apart_then_aggregated_equal_the_week_with_chrf(spark, tmp_p
     fresh = run_job(spark, JobOptions(input=whole, group_by=("langpair", "system"), **options)).scores
     aggregated = run_aggregate(AggregateOptions(stats=str(out), group_by=("langpair", "system"),
                                                 output=str(tmp_path / "agg"), confidence=True)).scores
+    on_spark = run_aggregate(AggregateOptions(stats=str(out), group_by=("langpair", "system"),
+                                              output=str(tmp_path / "agg-spark"), confidence=True,
+                                              engine="spark"), spark).scores
+    assert on_spark == aggregated
     key = lambda r: (r["langpair"], r["system"], r["metric"])
     fresh, aggregated = {key(r): r for r in fresh}, {key(r): r for r in aggregated}
     systems = set(table["system"].to_pylist())
