@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from .metrics import REGISTRY, Metric
+from .metrics import DEFAULT, REGISTRY, order_of
 from .metrics.bleu import BANDS
 
 __all__ = ["render_report", "interpretation", "BANDS"]
@@ -28,6 +28,7 @@ BAR_HEIGHT_PX = 30
 AXIS_END = 112     # score units on the bar charts' x axis
 LABEL_ROOM = 50    # score units a bar's label needs right of the bar
 NO_BAND_COLOUR = "#1c7ed6"  # bars of a metric without interpretation bands
+DEFAULT_METRIC = DEFAULT[0]  # the metric of rows that name none
 # Fonts the machine has: the page fetches none.
 FONT_STACK = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', 'Liberation Sans', sans-serif"
 
@@ -84,6 +85,17 @@ class Section:
     groups: List[Group]      # ranked by score, best first; groups without a score last
     charts: List[Dict[str, Any]] = field(default_factory=list)
     paired: List[Dict[str, Any]] = field(default_factory=list)
+    metric: Any = None       # the metric of its scores (title, bands, direction)
+
+    @property
+    def metric_title(self) -> str:
+        return self.metric.title
+
+    def interpretation(self, score: Optional[float]) -> str:
+        return interpretation(score, self.metric.bands) or MISSING
+
+    def band_colour(self, score: float) -> str:
+        return band_colour(score, self.metric.bands)
 
     @property
     def signatures(self) -> List[str]:
@@ -114,18 +126,30 @@ def _ranked(groups: List[Group], higher_is_better: bool = True) -> List[Group]:
     return sorted(groups, key=lambda g: (g.score is None, sign * (g.score or 0.0), g.label))
 
 
-def _sections(scores: Sequence[dict], group_cols: Sequence[str],
-              higher_is_better: bool = True) -> List[Section]:
+def _metric_name(row: dict) -> str:
+    return row.get("metric") or DEFAULT_METRIC
+
+
+def _sections(scores: Sequence[dict], group_cols: Sequence[str]) -> List[Section]:
+    """A section per language pair (or one for the page) and metric, each metric's sections
+    after the one before in the registry's order within a language pair."""
     by_langpair = LANGPAIR in group_cols
     label_cols = _label_columns(group_cols, by_langpair)
     buckets: Dict[Any, List[Group]] = {}
     for row in scores:
         values = {c: row.get(c) for c in group_cols}
-        key = values[LANGPAIR] if by_langpair else None
+        key = (values[LANGPAIR] if by_langpair else None, _metric_name(row))
         buckets.setdefault(key, []).append(Group(values, _label(values, label_cols), row))
-    keys = sorted(buckets, key=lambda k: (k is None, str(k)))
-    return [Section(_text(k) if by_langpair else "All groups", k,
-                    _ranked(buckets[k], higher_is_better)) for k in keys]
+    several = len({metric for _, metric in buckets}) > 1
+    keys = sorted(buckets, key=lambda k: (k[0] is None, str(k[0]), order_of(k[1])))
+    sections = []
+    for langpair, name in keys:
+        metric = REGISTRY.get(name, REGISTRY[DEFAULT_METRIC])
+        title = _text(langpair) if by_langpair else "All groups"
+        sections.append(Section(f"{title} · {metric.title}" if several else title, langpair,
+                                _ranked(buckets[langpair, name], metric.higher_is_better),
+                                metric=metric))
+    return sections
 
 
 def _plotly_text(text: str) -> str:
@@ -213,7 +237,8 @@ def _figure_json(figure: go.Figure) -> Dict[str, Any]:
 def _history_by_section(history: Sequence[dict], by_langpair: bool) -> Dict[Any, List[dict]]:
     buckets: Dict[Any, List[dict]] = {}
     for row in history:
-        buckets.setdefault(row.get(LANGPAIR) if by_langpair else None, []).append(row)
+        key = (row.get(LANGPAIR) if by_langpair else None, _metric_name(row))
+        buckets.setdefault(key, []).append(row)
     return buckets
 
 
@@ -228,15 +253,16 @@ def _paired_rows(paired: Sequence[dict]) -> List[Dict[str, Any]]:
 
 
 def _attach_charts(sections: List[Section], group_cols: Sequence[str], history: Optional[Sequence[dict]],
-                   time_col: Optional[str], metric) -> None:
+                   time_col: Optional[str]) -> None:
     by_langpair = LANGPAIR in group_cols
     label_cols = _label_columns(group_cols, by_langpair)
     histories = _history_by_section(history or [], by_langpair) if time_col else {}
     for number, section in enumerate(sections):
-        bars = _bar_chart(section, metric)
+        bars = _bar_chart(section, section.metric)
         if bars is not None:
             section.charts.append(dict(id=f"bars-{number}", kind="bars", figure=_figure_json(bars)))
-        timeline = _time_chart(histories.get(section.key, []), time_col, label_cols, metric) if time_col else None
+        timeline = _time_chart(histories.get((section.key, section.metric.name), []), time_col, label_cols,
+                               section.metric) if time_col else None
         if timeline is not None:
             section.charts.append(dict(id=f"time-{number}", kind="time", figure=_figure_json(timeline)))
 
@@ -244,7 +270,8 @@ def _attach_charts(sections: List[Section], group_cols: Sequence[str], history: 
 def _attach_paired(sections: List[Section], group_cols: Sequence[str], paired: Optional[Sequence[dict]]) -> None:
     by_langpair = LANGPAIR in group_cols
     for section in sections:
-        mine = [r for r in paired or [] if not by_langpair or r.get(LANGPAIR) == section.key]
+        mine = [r for r in paired or [] if (not by_langpair or r.get(LANGPAIR) == section.key)
+                and _metric_name(r) == section.metric.name]
         section.paired = _paired_rows(mine)
 
 
@@ -281,36 +308,28 @@ def _band_legend(bands=BANDS) -> List[Dict[str, str]]:
     return legend
 
 
-def _template_helpers(metric) -> Dict[str, Any]:
-    bands = metric.bands
-    return dict(interpretation=lambda score: interpretation(score, bands) or MISSING,
-                band_colour=lambda score: band_colour(score, bands),
-                band_legend=_band_legend(bands), metric_title=metric.title,
-                missing=MISSING, significance=SIGNIFICANCE)
-
-
-def _metric_of(scores: Sequence[dict]):
-    """The metric of the rows (their `metric` field; BLEU's when they name none)."""
-    names = [r.get("metric") for r in scores if r.get("metric")]
-    return REGISTRY[names[0]] if names else REGISTRY["bleu"]
+def _template_helpers(sections: Sequence[Section]) -> Dict[str, Any]:
+    """The legend shows the bands of the first metric that has any."""
+    bands = next((s.metric.bands for s in sections if s.metric.bands), ())
+    return dict(band_legend=_band_legend(bands) if bands else [], missing=MISSING,
+                significance=SIGNIFICANCE)
 
 
 def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str = "bleu-spark report",
                   run: Optional[dict] = None, history: Optional[List[dict]] = None,
-                  time_col: Optional[str] = None, paired: Optional[List[dict]] = None,
-                  metric: Optional[Metric] = None) -> str:
+                  time_col: Optional[str] = None, paired: Optional[List[dict]] = None) -> str:
     """One self-contained HTML page of the score rows (see the module doc); returns its text.
 
     `scores`: one dict per group (the group columns, score, n_segments, n_rejected, coverage,
     signature, tokenize, verbose, optionally ci_low/ci_high). `history`: rows of the same shape
     with a `time_col` value, drawn as a line per system over time in each language pair.
-    `paired`: paired-test rows (system, baseline, test, delta, p_value, ...). `metric`: the
-    metric of the scores (its title and interpretation bands), else the rows' own.
+    `paired`: paired-test rows (system, baseline, test, delta, p_value, ...). Rows name their
+    `metric` (BLEU when they do not): a section per language pair and metric, each with its
+    metric's title, interpretation bands and ranking direction.
     """
-    metric = metric or _metric_of(scores)
     group_cols = list(group_cols)
-    sections = _sections(scores, group_cols, metric.higher_is_better)
-    _attach_charts(sections, group_cols, history, time_col, metric)
+    sections = _sections(scores, group_cols)
+    _attach_charts(sections, group_cols, history, time_col)
     _attach_paired(sections, group_cols, paired)
     by_langpair = LANGPAIR in group_cols
     return _ENVIRONMENT.get_template("report.html.j2").render(
@@ -318,7 +337,7 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
         table_cols=[c for c in group_cols if not (by_langpair and c == LANGPAIR)] or group_cols,
         paired_cols=[c for c in _paired_columns(paired) if not (by_langpair and c == LANGPAIR)],
         figures={c["id"]: c["figure"] for section in sections for c in section.charts},
-        plotly_js=get_plotlyjs(), **_template_helpers(metric))
+        plotly_js=get_plotlyjs(), **_template_helpers(sections))
 
 
 def _paired_columns(paired: Optional[Sequence[dict]]) -> List[str]:

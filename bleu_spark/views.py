@@ -361,15 +361,6 @@ def report_set(sets: Sequence[GroupingSet], partition_by: Sequence[str] = ()) ->
     return tuple(c for c in chosen if c not in partition_by)
 
 
-def shown_metric(stats: pa.Table) -> Tuple[pa.Table, Optional[str]]:
-    """The rows of the metric a report draws (the first in registry order among the rows'), and
-    its name."""
-    names = sorted(set(stats["metric"].to_pylist()), key=metrics.order_of)
-    if len(names) <= 1:
-        return stats, names[0] if names else None
-    return stats.filter(pc.equal(stats["metric"], names[0])), names[0]
-
-
 def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
                 partition_by: Sequence[str] = (), run: Optional[dict] = None,
                 title: str = "bleu-spark report", resampling: Optional[bootstrap.Resampling] = None,
@@ -379,8 +370,6 @@ def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig
     first partition column (a line over time)."""
     from .report import render_report
 
-    stats, metric = shown_metric(stats)
-    paired = None if paired is None else [p for p in paired if p.get("metric", metric) == metric]
     shown = report_set(sets, partition_by)
     scores = score_sets(stats, [shown], config, resampling, segments)
     history, time_col = None, None

@@ -207,6 +207,18 @@ def test_chrf_equals_sacrebleu_on_every_group_of_the_sample(three_metrics, name)
 
 
 @pytest.mark.spark
+def test_the_report_has_a_section_per_language_pair_and_metric(three_metrics):
+    from bleu_spark.report import render_report
+
+    _, result = three_metrics
+    page = render_report(result.scores, group_cols=["langpair", "system"])
+    for title in ("de-en · BLEU", "de-en · chrF", "de-en · chrF++"):
+        assert f"<h2>{title}</h2>" in page
+    assert page.count("<h2>") == 3 * 10
+    assert page.count('aria-label="interpretation bands"') == 1  # BLEU's, once
+
+
+@pytest.mark.spark
 def test_bleu_beside_other_metrics_is_bleu_alone(three_metrics, spark):
     from bleu_spark.spark.job import JobOptions, run_job
 
