@@ -332,3 +332,20 @@ def test_ter_equals_sacrebleu_on_a_slice_of_the_sample(spark, tmp_path, settings
     dashboard = pq.read_table(tmp_path / "out" / "dashboard")
     assert set(dashboard["metric"].to_pylist()) == {"ter"}
     assert "ter_edits" in dashboard.column_names and "sys_len" not in dashboard.column_names
+
+
+def test_metrics_and_their_options_from_flags_and_the_job_file(tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("input: in.parquet\noutput: out\nmetrics: [chrf++, ter]\nchrf_beta: 3\n"
+                   "ter-case-sensitive: true\n")
+    args = cli.build_parser().parse_args(["score", "--config", str(job), "--chrf-char-order", "4"])
+    options = cli.job_options(cli.effective_settings(args))
+    assert options.metrics == ("chrf++", "ter")
+    measured = metrics.configured(options.metrics, dict(options.metric_settings), options.config)
+    assert (measured[0].options.char_order, measured[0].options.beta, measured[0].options.word_order) == (4, 3, 2)
+    assert measured[1].options.case_sensitive
+    args = cli.build_parser().parse_args(["score", "--input", "x", "--output", "y", "--metrics", "bleu,chrf"])
+    assert cli.job_options(cli.effective_settings(args)).metrics == ("bleu", "chrf")
+    with pytest.raises(UsageError, match="unknown metric"):
+        cli.job_options(cli.effective_settings(cli.build_parser().parse_args(
+            ["score", "--input", "x", "--output", "y", "--metrics", "bleu,comet"])))
