@@ -144,7 +144,7 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
 
 def scoring_config(options: AggregateOptions, stats: pa.Table) -> BleuConfig:
     """The scoring choices, with the weights checked against the order the statistics have."""
-    orders = sorted(set(stats["max_ngram_order"].to_pylist()))
+    orders = sorted(set(stats["max_ngram_order"].to_pylist()) - {None})  # None: no n-gram order
     if options.weights is None:
         return options.config
     if len(orders) > 1:

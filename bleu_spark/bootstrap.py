@@ -1,4 +1,4 @@
-"""Confidence intervals and paired significance tests of BLEU, from segment statistics.
+"""Confidence intervals and paired significance tests of any metric, from segment statistics.
 
 Two methods:
 
@@ -6,7 +6,7 @@ Two methods:
   replayed on per-segment statistics with the same seed and segment order. The resample indices
   come from the same `numpy.random.default_rng(seed)` calls, statistics are cast to float32 as
   sacrebleu casts them, and every resample is scored by sacrebleu's own
-  `BLEU._compute_score_from_stats`, so the numbers are sacrebleu's by construction. float32
+  `_compute_score_from_stats` of its metric, so the numbers are sacrebleu's by construction. float32
   arithmetic promotes differently under numpy 1 and numpy 2 (NEP 50: a Python float times a
   float32 stays float32 in numpy 2), so a replay equals sacrebleu run under the same numpy
   version; callers record `numpy.__version__` next to the results.
@@ -30,9 +30,8 @@ from typing import Collection, Optional
 import numpy as np
 
 from . import ranges
-from .config import BleuConfig
 from .errors import BaselineNotFoundError, UsageError
-from .scoring import LOG_ZERO, bleu_from_statistics
+from .metrics import as_metric
 
 SACREBLEU = "sacrebleu"
 POISSON = "poisson"
@@ -107,7 +106,7 @@ def bootstrap_signature(method: str, n_samples: int, seed: int, kind: str = "bs"
 
 
 def with_bootstrap_fields(signature: str, fields: str) -> str:
-    """Insert `fields` after the `nrefs:` field of a BLEU signature, where sacrebleu puts them."""
+    """Insert `fields` after the `nrefs:` field of a signature, where sacrebleu puts them."""
     head, sep, rest = signature.partition("|")
     return f"{head}|{fields}{sep}{rest}" if sep else f"{head}|{fields}"
 
@@ -128,14 +127,10 @@ def sacrebleu_p_value(sample_statistics: np.ndarray, real_difference: float) -> 
 
 # --- sacrebleu method: exact replay -------------------------------------------------------------
 
-def sacrebleu_metric(config: BleuConfig):
-    """A sacrebleu BLEU with the scoring settings of `config` (it never tokenizes here)."""
-    if config.weights is not None:
-        raise UsageError("the sacrebleu bootstrap has no n-gram weights; use the poisson method")
-    from sacrebleu.metrics.bleu import BLEU
-    return BLEU(tokenize="none", smooth_method=config.smooth_method,
-                smooth_value=config.smooth_value, max_ngram_order=config.max_ngram_order,
-                effective_order=config.effective_order)
+def sacrebleu_metric(config):
+    """sacrebleu's own metric with the scoring settings of `config` (a metric, or BLEU's
+    `BleuConfig`); it never tokenizes here."""
+    return as_metric(config).sacrebleu_metric()
 
 
 def _check_replay_size(n_segments: int, n_draws: int, bytes_per_cell: int) -> None:
@@ -172,7 +167,7 @@ def _resample_scores(metric, stats: np.ndarray, indices: np.ndarray) -> np.ndarr
                      for row in indices])
 
 
-def sacrebleu_interval(stats, config: BleuConfig, n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
+def sacrebleu_interval(stats, config, n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
                        seed: int = DEFAULT_SEED) -> Interval:
     """sacrebleu's `corpus_score(..., n_bootstrap=n_samples)` interval with SACREBLEU_SEED=seed:
     `mean` is its μ (`statistics.mean` of the resample scores), `halfwidth` its ±, and
@@ -180,6 +175,7 @@ def sacrebleu_interval(stats, config: BleuConfig, n_samples: int = DEFAULT_BOOTS
     stats = _segment_stats(stats)
     _check_replay_size(len(stats), n_samples, 8)
     metric = sacrebleu_metric(config)
+    stats = as_metric(config).sacrebleu_statistics(stats)
     scores = _resample_scores(metric, stats, _resample_indices(len(stats), n_samples, seed))
     low, high = percentile_bounds(scores)
     return Interval(score=_full_score(metric, stats), mean=statistics.mean(scores.tolist()),
@@ -193,7 +189,7 @@ def _check_paired(baseline: np.ndarray, system: np.ndarray) -> None:
                          f"{system.shape} do not cover the same segments")
 
 
-def sacrebleu_paired_bs(baseline, system, config: BleuConfig,
+def sacrebleu_paired_bs(baseline, system, config,
                         n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
                         seed: int = DEFAULT_SEED) -> Paired:
     """sacrebleu's paired bootstrap (`_paired_bs_test`): one index matrix for both systems; the
@@ -205,6 +201,7 @@ def sacrebleu_paired_bs(baseline, system, config: BleuConfig,
     _check_paired(baseline, system)
     _check_replay_size(len(baseline), n_samples, 8)
     metric = sacrebleu_metric(config)
+    baseline, system = map(as_metric(config).sacrebleu_statistics, (baseline, system))
     indices = _resample_indices(len(baseline), n_samples, seed)
     scores_bl = _resample_scores(metric, baseline, indices)
     scores_sys = _resample_scores(metric, system, indices)
@@ -232,7 +229,7 @@ def _trial_scores(metric, pick_first: np.ndarray, first: np.ndarray, second: np.
     return np.array(scores)
 
 
-def sacrebleu_paired_ar(baseline, system, config: BleuConfig,
+def sacrebleu_paired_ar(baseline, system, config,
                         n_trials: int = DEFAULT_AR_TRIALS, seed: int = DEFAULT_SEED) -> Paired:
     """sacrebleu's paired approximate randomization (`_paired_ar_test`): per trial and segment a
     swap decision from `rng.integers(2, size=(T, N), dtype=bool)`; p counts trials whose
@@ -242,6 +239,7 @@ def sacrebleu_paired_ar(baseline, system, config: BleuConfig,
     _check_paired(baseline, system)
     _check_replay_size(len(baseline), n_trials, 1)
     metric = sacrebleu_metric(config)
+    baseline, system = map(as_metric(config).sacrebleu_statistics, (baseline, system))
     rng = np.random.default_rng(seed)
     keep_baseline = rng.integers(2, size=(n_trials, len(baseline)), dtype=bool)
     scores_a = _trial_scores(metric, keep_baseline, baseline, system)
@@ -402,61 +400,10 @@ def replicate_sums(stats: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 # --- scores of many summed vectors at once -------------------------------------------------------
 
-def _brevity_penalties(sys_len: np.ndarray, ref_len: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        short = np.exp(1 - ref_len / sys_len)
-    return np.where(sys_len >= ref_len, 1.0, np.where(sys_len > 0, short, 0.0))
-
-
-def _smoothed_precisions(correct: np.ndarray, totals: np.ndarray, config: BleuConfig):
-    """(precisions, effective order) per row: `scoring.precisions_and_order` on every row at
-    once; `alive` follows its loop, which stops at the first order with no n-grams."""
-    rows, order = correct.shape
-    k = config.effective_smooth_value
-    precisions = np.zeros((rows, order))
-    eff_order = np.full(rows, order)
-    alive = np.ones(rows, bool)
-    smooth_mteval = np.ones(rows)
-    for n in range(order):
-        c, t = correct[:, n].astype(np.float64), totals[:, n].astype(np.float64)
-        if config.smooth_method == "add-k" and n > 0:
-            c, t = c + k, t + k
-        alive &= t != 0
-        if config.effective_order:
-            eff_order = np.where(alive, n + 1, eff_order)
-        zero = alive & (c == 0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if config.smooth_method == "exp":
-                smooth_mteval = np.where(zero, smooth_mteval * 2, smooth_mteval)
-                precisions[:, n] = np.where(zero, 100.0 / (smooth_mteval * t), 0.0)
-            elif config.smooth_method == "floor":
-                precisions[:, n] = np.where(zero, 100.0 * k / t, 0.0)
-            precisions[:, n] = np.where(alive & (c != 0), 100.0 * c / t, precisions[:, n])
-    return precisions, eff_order
-
-
-def scores_of_sums(sums: np.ndarray, config: BleuConfig) -> np.ndarray:
-    """BLEU of each row of `sums` (B, width): `bleu_from_statistics` vectorized (equal to it
-    within 1e-12; numpy's log and exp may differ from libm's in the last bit)."""
-    sums = np.asarray(sums)
-    order = config.max_ngram_order
-    correct, totals = sums[:, 2:2 + order], sums[:, 2 + order:2 + 2 * order]
-    bp = _brevity_penalties(sums[:, 0].astype(np.float64), sums[:, 1].astype(np.float64))
-    precisions, eff_order = _smoothed_precisions(correct, totals, config)
-    with np.errstate(divide="ignore"):
-        logs = np.where(precisions == 0.0, float(LOG_ZERO), np.log(precisions))
-    weights = np.ones(order) if config.weights is None else np.asarray(config.weights)
-    # Added one order at a time, as Python's sum() adds them.
-    weighted, weight_total = np.zeros(len(sums)), np.zeros(len(sums))
-    for n in range(order):
-        used = n < eff_order
-        term = logs[:, n] if config.weights is None else weights[n] * logs[:, n]
-        weighted = np.where(used, weighted + term, weighted)
-        weight_total = np.where(used, weight_total + weights[n], weight_total)
-    divisor = eff_order if config.weights is None else weight_total
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scores = bp * np.exp(weighted / divisor)
-    return np.where(correct.any(axis=1), scores, 0.0)
+def scores_of_sums(sums: np.ndarray, metric) -> np.ndarray:
+    """The score of each row of `sums` (B, width), by the metric's vectorized formula (`metric`:
+    a metric, or BLEU's `BleuConfig`), equal to its scalar score within 1e-12."""
+    return as_metric(metric).scores(np.asarray(sums))
 
 
 # --- poisson method: intervals and paired tests ---------------------------------------------------
@@ -471,21 +418,22 @@ def poisson_interval(point_score: float, replicate_scores: np.ndarray, seed: int
                     method=POISSON)
 
 
-def _full_delta(baseline_sums, system_sums, config: BleuConfig) -> float:
-    return (bleu_from_statistics(np.asarray(system_sums).tolist(), config)[0]
-            - bleu_from_statistics(np.asarray(baseline_sums).tolist(), config)[0])
+def _full_delta(baseline_sums, system_sums, metric) -> float:
+    return (metric.score(np.asarray(system_sums).tolist())
+            - metric.score(np.asarray(baseline_sums).tolist()))
 
 
 def poisson_paired_bs(baseline_sums, baseline_reps, system_sums, system_reps,
-                      config: BleuConfig) -> Paired:
+                      config) -> Paired:
     """Paired bootstrap on replicate sums built with the same per-segment weights for both
     systems; the p-value is sacrebleu's (|sys - bl| per replicate, minus its mean, > |delta|)."""
     baseline_reps, system_reps = np.asarray(baseline_reps), np.asarray(system_reps)
     if baseline_reps.shape != system_reps.shape:
         raise UsageError(f"baseline replicates {baseline_reps.shape} and system replicates "
                          f"{system_reps.shape} differ")
-    delta = _full_delta(baseline_sums, system_sums, config)
-    differences = scores_of_sums(system_reps, config) - scores_of_sums(baseline_reps, config)
+    metric = as_metric(config)
+    delta = _full_delta(baseline_sums, system_sums, metric)
+    differences = scores_of_sums(system_reps, metric) - scores_of_sums(baseline_reps, metric)
     sample_diffs = np.abs(differences)
     p_value = sacrebleu_p_value(sample_diffs - sample_diffs.mean(), abs(delta))
     low, high = percentile_bounds(differences)
@@ -493,14 +441,13 @@ def poisson_paired_bs(baseline_sums, baseline_reps, system_sums, system_reps,
                   test=PAIRED_BS_POISSON)
 
 
-def _exact_gaps(first: np.ndarray, second: np.ndarray, config: BleuConfig) -> np.ndarray:
-    return np.array([abs(bleu_from_statistics(a.tolist(), config)[0]
-                         - bleu_from_statistics(b.tolist(), config)[0])
+def _exact_gaps(first: np.ndarray, second: np.ndarray, metric) -> np.ndarray:
+    return np.array([abs(metric.score(a.tolist()) - metric.score(b.tolist()))
                      for a, b in zip(first, second)])
 
 
 def poisson_paired_ar(baseline_sums, system_sums, baseline_swapped, system_swapped,
-                      config: BleuConfig) -> Paired:
+                      config) -> Paired:
     """Paired approximate randomization from sums: `*_swapped[t]` is the sum of that system's
     statistics over the segments trial t swaps (`replicate_sums(stats, ar_swaps(...))`).
 
@@ -512,10 +459,11 @@ def poisson_paired_ar(baseline_sums, system_sums, baseline_swapped, system_swapp
     baseline_swapped, system_swapped = np.asarray(baseline_swapped), np.asarray(system_swapped)
     trial_system = system_sums - system_swapped + baseline_swapped
     trial_baseline = baseline_sums - baseline_swapped + system_swapped
-    delta = _full_delta(baseline_sums, system_sums, config)
-    gaps = np.abs(scores_of_sums(trial_system, config) - scores_of_sums(trial_baseline, config))
+    metric = as_metric(config)
+    delta = _full_delta(baseline_sums, system_sums, metric)
+    gaps = np.abs(scores_of_sums(trial_system, metric) - scores_of_sums(trial_baseline, metric))
     near = np.abs(gaps - abs(delta)) < 1e-9
-    gaps[near] = _exact_gaps(trial_system[near], trial_baseline[near], config)
+    gaps[near] = _exact_gaps(trial_system[near], trial_baseline[near], metric)
     return Paired(delta=delta, p_value=sacrebleu_p_value(gaps, abs(delta)), delta_ci_low=None,
                   delta_ci_high=None, test=PAIRED_AR_HASHED)
 

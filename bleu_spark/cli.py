@@ -24,6 +24,10 @@ DEFAULTS = {
     "confidence": False, "bootstrap_method": "poisson", "n_bootstrap": 1000, "seed": 12345,
     "paired_bs": False, "paired_ar": False, "baseline": None, "n_ar_trials": 10000,
     "colocate_references": "auto", "scan": "auto",
+    "metrics": "bleu", "chrf_char_order": 6, "chrf_word_order": 0, "chrf_beta": 2,
+    "chrf_whitespace": False, "chrf_lowercase": False, "chrf_eps_smoothing": False,
+    "ter_case_sensitive": False, "ter_normalized": False, "ter_no_punct": False,
+    "ter_asian_support": False,
 }
 
 
@@ -44,6 +48,10 @@ JOB_FILE_KINDS = {
     "confidence": BOOLEAN, "bootstrap_method": STRING, "n_bootstrap": INTEGER, "seed": INTEGER,
     "paired_bs": BOOLEAN, "paired_ar": BOOLEAN, "baseline": STRING, "n_ar_trials": INTEGER,
     "colocate_references": STRING, "scan": STRING,
+    "metrics": COLUMNS, "chrf_char_order": INTEGER, "chrf_word_order": INTEGER,
+    "chrf_beta": INTEGER, "chrf_whitespace": BOOLEAN, "chrf_lowercase": BOOLEAN,
+    "chrf_eps_smoothing": BOOLEAN, "ter_case_sensitive": BOOLEAN, "ter_normalized": BOOLEAN,
+    "ter_no_punct": BOOLEAN, "ter_asian_support": BOOLEAN,
 }
 
 
@@ -167,6 +175,30 @@ def build_parser() -> argparse.ArgumentParser:
                       help="lowercase candidates and references")
     bleu.add_argument("--max-ngram-order", type=int, help="highest n-gram order (default: 4)")
     bleu.add_argument("--spm-model", help="local SentencePiece model for flores101, flores200, spBLEU-1K")
+    measured = score.add_argument_group("metrics (chrF's and TER's options as sacrebleu's)")
+    measured.add_argument("--metrics", metavar="NAMES",
+                          help="comma-separated metrics measured in one pass: bleu, chrf, chrf++, "
+                               "ter (default: bleu)")
+    measured.add_argument("--chrf-char-order", type=int, metavar="N",
+                          help="chrF character n-gram order (default: 6)")
+    measured.add_argument("--chrf-word-order", type=int, metavar="N",
+                          help="chrF word n-gram order (default: 0; chrf++ is 2)")
+    measured.add_argument("--chrf-beta", type=int, metavar="B",
+                          help="chrF: recall weighs beta times precision (default: 2)")
+    measured.add_argument("--chrf-whitespace", action=argparse.BooleanOptionalAction, default=None,
+                          help="chrF: keep whitespace in character n-grams")
+    measured.add_argument("--chrf-lowercase", action=argparse.BooleanOptionalAction, default=None,
+                          help="chrF: lowercase candidates and references")
+    measured.add_argument("--chrf-eps-smoothing", action=argparse.BooleanOptionalAction, default=None,
+                          help="chrF: mean of per-order F with eps smoothing (chrF++.py's)")
+    measured.add_argument("--ter-case-sensitive", action=argparse.BooleanOptionalAction, default=None,
+                          help="TER: keep case (default: lowercase, as tercom)")
+    measured.add_argument("--ter-normalized", action=argparse.BooleanOptionalAction, default=None,
+                          help="TER: tercom's normalization of the text")
+    measured.add_argument("--ter-no-punct", action=argparse.BooleanOptionalAction, default=None,
+                          help="TER: delete punctuation")
+    measured.add_argument("--ter-asian-support", action=argparse.BooleanOptionalAction, default=None,
+                          help="TER: split Asian scripts (with --ter-normalized or --ter-no-punct)")
     resample = score.add_argument_group("resampling (with --confidence, --paired-bs, --paired-ar)")
     resample.add_argument("--paired-ar", action=argparse.BooleanOptionalAction, default=None,
                           help="paired approximate randomization test against --baseline")
@@ -222,7 +254,8 @@ def effective_settings(args: argparse.Namespace) -> dict:
     if args.config:
         settings.update(load_job_file(args.config))
     settings.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
-    for key in ("group_by", "weights", "references_col", "join_on", "segment_key", "partition_by"):
+    for key in ("group_by", "weights", "references_col", "join_on", "segment_key", "partition_by",
+                "metrics"):
         if isinstance(settings[key], str):
             settings[key] = _csv(settings[key])
     settings["grouping_sets"] = parse_grouping_sets(settings["grouping_sets"])
@@ -250,7 +283,9 @@ def job_options(settings: dict):
         on_invalid=settings["on_invalid"], progress_seconds=settings["progress_seconds"],
         colocate_references=settings["colocate_references"], scan=settings["scan"],
         grouping_sets=settings["grouping_sets"], partition_by=tuple(settings["partition_by"] or ()),
-        report=bool(settings["report"]), config=config, resampling=resampling_options(settings))
+        report=bool(settings["report"]), config=config, resampling=resampling_options(settings),
+        metrics=tuple(settings["metrics"]),
+        metric_settings=tuple((k, settings[k]) for k in DEFAULTS if k.startswith(("chrf_", "ter_"))))
 
 
 def resampling_options(settings: dict):
@@ -282,10 +317,11 @@ def format_table(scores: List[dict], group_cols) -> str:
     group_cols = list(dict.fromkeys(c for c in group_cols if any(r.get(c) is not None for r in scores)))
     several = len({r["grouping"] for r in scores}) > 1
     intervals = any(r.get("ci_low") is not None for r in scores)
-    headers = [*group_cols, *(["grouping"] if several else []), "tokenize", "n_segments",
-               "n_rejected", *(["95% CI"] if intervals else []), "BLEU"]
+    headers = [*group_cols, *(["grouping"] if several else []), "metric", "tokenize", "n_segments",
+               "n_rejected", *(["95% CI"] if intervals else []), "score"]
     rows = [[*("" if r[c] is None else str(r[c]) for c in group_cols),
-             *([r["grouping"] or "()"] if several else []), str(r["tokenize"] or "-"),
+             *([r["grouping"] or "()"] if several else []), str(r.get("metric") or "-"),
+             str(r["tokenize"] or "-"),
              str(r["n_segments"]), str(r["n_rejected"]),
              *([_interval(r)] if intervals else []), r["verbose"] or "(no scored rows)"]
             for r in scores]
@@ -311,7 +347,8 @@ def format_paired(paired: List[dict]) -> str:
         star = "*" if row["p_value"] < 0.05 else " "
         interval = (f"  [{row['delta_ci_low']:+.2f}, {row['delta_ci_high']:+.2f}]"
                     if row.get("delta_ci_low") is not None else "")
-        lines.append(f"{row['test']:9s} {where}  {row['system']} vs {row['baseline']}: "
+        metric = f"{row['metric']} " if row.get("metric") else ""
+        lines.append(f"{row['test']:9s} {where}  {metric}{row['system']} vs {row['baseline']}: "
                      f"delta {row['delta']:+.2f}  p = {row['p_value']:.4f}{star}{interval}")
     return "\n".join(lines)
 

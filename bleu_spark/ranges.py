@@ -25,6 +25,10 @@ RANGES = {
     # BLEU is defined up to 4 (NIST used 5); past 10 only segments of 10+ tokens have such
     # n-grams, while each order adds two statistics columns and a counting pass.
     "--max-ngram-order": (True, 1, 10),
+    # chrF: sacrebleu has no bounds; each order costs three statistics columns and a pass.
+    "--chrf-char-order": (True, 0, 10),
+    "--chrf-word-order": (True, 0, 10),
+    "--chrf-beta": (True, 0, 100),
     "--smooth-value": (False, 0, math.inf),
     "--progress-seconds": (False, 0, threading.TIMEOUT_MAX),
 }

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -17,46 +16,40 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from .metrics import DEFAULT, REGISTRY, order_of
+from .metrics.bleu import BANDS
+
 __all__ = ["render_report", "interpretation", "BANDS"]
 
 LANGPAIR = "langpair"
 MISSING = "—"  # shown for a value that is absent (no score, no coverage, no group value)
 SIGNIFICANCE = 0.05  # paired tests: p below this gets a star
 BAR_HEIGHT_PX = 30
-AXIS_END = 112     # BLEU units on the bar charts' x axis
-LABEL_ROOM = 50    # BLEU units a bar's label needs right of the bar
+AXIS_END = 112     # score units on the bar charts' x axis
+LABEL_ROOM = 50    # score units a bar's label needs right of the bar
+NO_BAND_COLOUR = "#1c7ed6"  # bars of a metric without interpretation bands
+DEFAULT_METRIC = DEFAULT[0]  # the metric of rows that name none
 # Fonts the machine has: the page fetches none.
 FONT_STACK = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', 'Liberation Sans', sans-serif"
 
-# The commonly cited BLEU bands, highest first: (lowest score, whether the lowest score itself
-# belongs to the band, name, bar colour). 60 is still "Very high quality"; only above 60 is
-# "better than human", hence the one exclusive lower bound.
-BANDS: Tuple[Tuple[float, bool, str, str], ...] = (
-    (60.0, False, "Quality often better than human", "#1a7f37"),
-    (50.0, True, "Very high quality, adequate, and fluent translations", "#2f9e44"),
-    (40.0, True, "High quality translations", "#66a80f"),
-    (30.0, True, "Understandable to good translations", "#1c7ed6"),
-    (20.0, True, "The gist is clear, but has significant grammatical errors", "#f08c00"),
-    (10.0, True, "Hard to get the gist", "#e8590c"),
-    (-math.inf, True, "Almost useless", "#c92a2a"),
-)
-
-
-def _band(score: float) -> Tuple[float, bool, str, str]:
-    for band in BANDS:
+def _band(score: float, bands=BANDS) -> Optional[Tuple[float, bool, str, str]]:
+    for band in bands:
         low, inclusive = band[0], band[1]
         if score > low or (inclusive and score == low):
             return band
-    return BANDS[-1]  # NaN compares false with everything
+    return bands[-1] if bands else None  # NaN compares false with everything
 
 
-def interpretation(score: Optional[float]) -> Optional[str]:
-    """The interpretation band of a BLEU score (0-100), or None for no score."""
-    return None if score is None else _band(score)[2]
+def interpretation(score: Optional[float], bands=BANDS) -> Optional[str]:
+    """The interpretation band of a score (0-100) among `bands` (a metric's; BLEU's by
+    default), or None for no score or a metric without bands."""
+    band = None if score is None else _band(score, bands)
+    return band[2] if band else None
 
 
-def band_colour(score: float) -> str:
-    return _band(score)[3]
+def band_colour(score: float, bands=BANDS) -> str:
+    band = _band(score, bands)
+    return band[3] if band else NO_BAND_COLOUR
 
 
 @dataclass
@@ -89,9 +82,20 @@ class Group:
 class Section:
     title: str
     key: Optional[Any]       # the language pair, or None for the one section of the page
-    groups: List[Group]      # ranked by score, highest first; groups without a score last
+    groups: List[Group]      # ranked by score, best first; groups without a score last
     charts: List[Dict[str, Any]] = field(default_factory=list)
     paired: List[Dict[str, Any]] = field(default_factory=list)
+    metric: Any = None       # the metric of its scores (title, bands, direction)
+
+    @property
+    def metric_title(self) -> str:
+        return self.metric.title
+
+    def interpretation(self, score: Optional[float]) -> str:
+        return interpretation(score, self.metric.bands) or MISSING
+
+    def band_colour(self, score: float) -> str:
+        return band_colour(score, self.metric.bands)
 
     @property
     def signatures(self) -> List[str]:
@@ -116,20 +120,36 @@ def _label_columns(group_cols: Sequence[str], by_langpair: bool) -> List[str]:
     return rest or list(group_cols)
 
 
-def _ranked(groups: List[Group]) -> List[Group]:
-    return sorted(groups, key=lambda g: (g.score is None, -(g.score or 0.0), g.label))
+def _ranked(groups: List[Group], higher_is_better: bool = True) -> List[Group]:
+    """Best first (the highest score, or the lowest for a metric where lower is better)."""
+    sign = -1.0 if higher_is_better else 1.0
+    return sorted(groups, key=lambda g: (g.score is None, sign * (g.score or 0.0), g.label))
+
+
+def _metric_name(row: dict) -> str:
+    return row.get("metric") or DEFAULT_METRIC
 
 
 def _sections(scores: Sequence[dict], group_cols: Sequence[str]) -> List[Section]:
+    """A section per language pair (or one for the page) and metric, each metric's sections
+    after the one before in the registry's order within a language pair."""
     by_langpair = LANGPAIR in group_cols
     label_cols = _label_columns(group_cols, by_langpair)
     buckets: Dict[Any, List[Group]] = {}
     for row in scores:
         values = {c: row.get(c) for c in group_cols}
-        key = values[LANGPAIR] if by_langpair else None
+        key = (values[LANGPAIR] if by_langpair else None, _metric_name(row))
         buckets.setdefault(key, []).append(Group(values, _label(values, label_cols), row))
-    keys = sorted(buckets, key=lambda k: (k is None, str(k)))
-    return [Section(_text(k) if by_langpair else "All groups", k, _ranked(buckets[k])) for k in keys]
+    several = len({metric for _, metric in buckets}) > 1
+    keys = sorted(buckets, key=lambda k: (k[0] is None, str(k[0]), order_of(k[1])))
+    sections = []
+    for langpair, name in keys:
+        metric = REGISTRY.get(name, REGISTRY[DEFAULT_METRIC])
+        title = _text(langpair) if by_langpair else "All groups"
+        sections.append(Section(f"{title} · {metric.title}" if several else title, langpair,
+                                _ranked(buckets[langpair, name], metric.higher_is_better),
+                                metric=metric))
+    return sections
 
 
 def _plotly_text(text: str) -> str:
@@ -145,21 +165,21 @@ def _layout(**extra) -> Dict[str, Any]:
     return base
 
 
-def _bar_chart(section: Section) -> Optional[go.Figure]:
+def _bar_chart(section: Section, metric) -> Optional[go.Figure]:
     scored = [g for g in section.groups if g.score is not None]
     if not scored:
         return None
     labels = [_plotly_text(g.label) for g in scored]
     bar = go.Bar(
         orientation="h", x=[g.score for g in scored], y=labels,
-        marker=dict(color=[band_colour(g.score) for g in scored]),
+        marker=dict(color=[band_colour(g.score, metric.bands) for g in scored]),
         hovertemplate="%{y}: %{x:.2f}<extra></extra>", error_x=_whiskers(scored))
     highest = max(_right_end(g) for g in scored)
     return go.Figure(bar, _layout(
-        height=80 + BAR_HEIGHT_PX * len(scored), bargap=0.25, annotations=_score_labels(scored, labels),
+        height=80 + BAR_HEIGHT_PX * len(scored), bargap=0.25, annotations=_score_labels(scored, labels, metric),
         # One scale for every section, so bars compare across language pairs; past 100 there is
         # room for the label (score and band name) right of the longest bar.
-        xaxis=dict(title="BLEU", range=[0, max(AXIS_END, highest + LABEL_ROOM)],
+        xaxis=dict(title=metric.title, range=[0, max(AXIS_END, highest + LABEL_ROOM)],
                    tickvals=list(range(0, 101, 10)), zeroline=True),
         yaxis=dict(autorange="reversed", automargin=True)))
 
@@ -169,10 +189,10 @@ def _right_end(group: Group) -> float:
     return max(group.score, group.interval[1]) if group.interval else group.score
 
 
-def _score_labels(groups: List[Group], labels: List[str]) -> List[Dict[str, Any]]:
+def _score_labels(groups: List[Group], labels: List[str], metric) -> List[Dict[str, Any]]:
     # Annotations rather than bar text: placed right of the whisker, so the two never overlap.
     return [dict(x=_right_end(g), y=label, xanchor="left", xshift=6, showarrow=False,
-                 text=f"<b>{g.score:.2f}</b>  {interpretation(g.score)}")
+                 text=f"<b>{g.score:.2f}</b>  {interpretation(g.score, metric.bands) or ''}")
             for g, label in zip(groups, labels)]
 
 
@@ -189,7 +209,8 @@ def _time_text(value: Any) -> str:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
-def _time_chart(history: Sequence[dict], time_col: str, label_cols: Sequence[str]) -> Optional[go.Figure]:
+def _time_chart(history: Sequence[dict], time_col: str, label_cols: Sequence[str],
+                metric) -> Optional[go.Figure]:
     times = sorted({_time_text(r[time_col]) for r in history if r.get(time_col) is not None})
     if len(times) < 2:
         return None
@@ -204,7 +225,7 @@ def _time_chart(history: Sequence[dict], time_col: str, label_cols: Sequence[str
                          hovertemplate="%{x}: %{y:.2f}<extra>" + _plotly_text(label) + "</extra>")
               for label, points in sorted(lines.items())]
     return go.Figure(traces, _layout(
-        height=360, xaxis=dict(title=time_col, type="category"), yaxis=dict(title="BLEU"),
+        height=360, xaxis=dict(title=time_col, type="category"), yaxis=dict(title=metric.title),
         legend=dict(orientation="v")))
 
 
@@ -216,7 +237,8 @@ def _figure_json(figure: go.Figure) -> Dict[str, Any]:
 def _history_by_section(history: Sequence[dict], by_langpair: bool) -> Dict[Any, List[dict]]:
     buckets: Dict[Any, List[dict]] = {}
     for row in history:
-        buckets.setdefault(row.get(LANGPAIR) if by_langpair else None, []).append(row)
+        key = (row.get(LANGPAIR) if by_langpair else None, _metric_name(row))
+        buckets.setdefault(key, []).append(row)
     return buckets
 
 
@@ -236,10 +258,11 @@ def _attach_charts(sections: List[Section], group_cols: Sequence[str], history: 
     label_cols = _label_columns(group_cols, by_langpair)
     histories = _history_by_section(history or [], by_langpair) if time_col else {}
     for number, section in enumerate(sections):
-        bars = _bar_chart(section)
+        bars = _bar_chart(section, section.metric)
         if bars is not None:
             section.charts.append(dict(id=f"bars-{number}", kind="bars", figure=_figure_json(bars)))
-        timeline = _time_chart(histories.get(section.key, []), time_col, label_cols) if time_col else None
+        timeline = _time_chart(histories.get((section.key, section.metric.name), []), time_col, label_cols,
+                               section.metric) if time_col else None
         if timeline is not None:
             section.charts.append(dict(id=f"time-{number}", kind="time", figure=_figure_json(timeline)))
 
@@ -247,7 +270,8 @@ def _attach_charts(sections: List[Section], group_cols: Sequence[str], history: 
 def _attach_paired(sections: List[Section], group_cols: Sequence[str], paired: Optional[Sequence[dict]]) -> None:
     by_langpair = LANGPAIR in group_cols
     for section in sections:
-        mine = [r for r in paired or [] if not by_langpair or r.get(LANGPAIR) == section.key]
+        mine = [r for r in paired or [] if (not by_langpair or r.get(LANGPAIR) == section.key)
+                and _metric_name(r) == section.metric.name]
         section.paired = _paired_rows(mine)
 
 
@@ -270,23 +294,25 @@ _ENVIRONMENT = jinja2.Environment(
     autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-def _band_legend() -> List[Dict[str, str]]:
-    """Each band's name, colour and score range, read off BANDS."""
+def _band_legend(bands=BANDS) -> List[Dict[str, str]]:
+    """Each band's name, colour and score range, read off a metric's bands."""
     legend = []
-    for index, (low, _, name, colour) in enumerate(BANDS):
+    for index, (low, _, name, colour) in enumerate(bands):
         if index == 0:
             span = f"above {low:g}"
-        elif index == len(BANDS) - 1:
-            span = f"below {BANDS[index - 1][0]:g}"
+        elif index == len(bands) - 1:
+            span = f"below {bands[index - 1][0]:g}"
         else:
-            span = f"{low:g}–{BANDS[index - 1][0]:g}"
+            span = f"{low:g}–{bands[index - 1][0]:g}"
         legend.append(dict(name=name, colour=colour, range=span))
     return legend
 
 
-def _template_helpers() -> Dict[str, Any]:
-    return dict(interpretation=interpretation, band_colour=band_colour, band_legend=_band_legend(),
-                missing=MISSING, significance=SIGNIFICANCE)
+def _template_helpers(sections: Sequence[Section]) -> Dict[str, Any]:
+    """The legend shows the bands of the first metric that has any."""
+    bands = next((s.metric.bands for s in sections if s.metric.bands), ())
+    return dict(band_legend=_band_legend(bands) if bands else [], missing=MISSING,
+                significance=SIGNIFICANCE)
 
 
 def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str = "bleu-spark report",
@@ -297,7 +323,9 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
     `scores`: one dict per group (the group columns, score, n_segments, n_rejected, coverage,
     signature, tokenize, verbose, optionally ci_low/ci_high). `history`: rows of the same shape
     with a `time_col` value, drawn as a line per system over time in each language pair.
-    `paired`: paired-test rows (system, baseline, test, delta, p_value, ...).
+    `paired`: paired-test rows (system, baseline, test, delta, p_value, ...). Rows name their
+    `metric` (BLEU when they do not): a section per language pair and metric, each with its
+    metric's title, interpretation bands and ranking direction.
     """
     group_cols = list(group_cols)
     sections = _sections(scores, group_cols)
@@ -309,12 +337,13 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
         table_cols=[c for c in group_cols if not (by_langpair and c == LANGPAIR)] or group_cols,
         paired_cols=[c for c in _paired_columns(paired) if not (by_langpair and c == LANGPAIR)],
         figures={c["id"]: c["figure"] for section in sections for c in section.charts},
-        plotly_js=get_plotlyjs(), **_template_helpers())
+        plotly_js=get_plotlyjs(), **_template_helpers(sections))
 
 
 def _paired_columns(paired: Optional[Sequence[dict]]) -> List[str]:
     """The comparison's group columns: the keys of a paired row that are not test results."""
-    known = {"system", "baseline", "test", "delta", "p_value", "delta_ci_low", "delta_ci_high"}
+    known = {"metric", "system", "baseline", "test", "delta", "p_value", "delta_ci_low",
+             "delta_ci_high"}
     columns: List[str] = []
     for row in paired or []:
         columns += [k for k in row if k not in known and k not in columns]

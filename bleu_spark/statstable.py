@@ -1,15 +1,23 @@
-"""The statistics table: summed BLEU statistics per group, the pivot between measuring and showing.
+"""The statistics table: summed statistics per group and metric, the pivot between measuring and
+showing.
 
-One row per group at the finest grain a run measured, with everything needed to score it again
-and to refuse mixing it with rows measured differently:
+One row per group and metric at the finest grain a run measured, with everything needed to score
+it again and to refuse mixing it with rows measured differently:
 
     group columns | metric, format_version, sacrebleu_version, tokenize, tokenizer_signature,
-                    lowercase, max_ngram_order            (the measurement: must agree to be summed)
+                    lowercase, max_ngram_order, metric_options
+                                                           (the measurement: must agree to be summed)
                   | resampling                             (the replicate sums' draw, '' for none)
                   | n_segments, n_rejected, n_reference_segments, segment_fingerprint,
                     min_refs, max_refs
-                  | sys_len, ref_len, correct_1..N, total_1..N   (summed integer statistics)
+                  | each metric's statistic columns        (summed; null in other metrics' rows)
+                    BLEU: sys_len, ref_len, correct_1..N, total_1..N; chrF: chrf_c1_hyp, ...
                   | replicate_sums, trial_sums             (list<int64>: B x width sums, or null)
+
+Which columns are statistics, and the width of a row's replicate sums, are its metric's
+(`bleu_spark.metrics`): this module names no metric. The measurement settings a metric has
+beyond the shared columns are in `metric_options` ('' for BLEU, whose settings are the
+tokenizer, `lowercase` and `max_ngram_order`; `nc:6|nw:0|beta:2|space:no|eps:no` for chrF).
 
 The replicate sums of a group are one list in its row (replicate-major: replicate 0's
 statistics, then replicate 1's, ...), not a row per replicate: memory and files grow with
@@ -28,17 +36,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import sacrebleu
 
-from . import output, predicate
+from . import metrics, output, predicate
 from .errors import IncompatibleStatisticsError, InputNotFoundError
 from .predicate import Predicate
-from .stats import stats_names
 
 FORMAT_VERSION = 2
-METRIC = "bleu"
+METRIC = metrics.DEFAULT[0]  # the metric of rows saved before the table had several
+METRIC_OPTIONS = "metric_options"
 
 # Rows may be summed only when all of these agree.
 MEASUREMENT = ("metric", "format_version", "sacrebleu_version", "tokenize", "tokenizer_signature",
-               "lowercase", "max_ngram_order")
+               "lowercase", "max_ngram_order", METRIC_OPTIONS)
 # The draw of the replicate sums (`poisson:1000:12345`, '' when none were kept). Rows of
 # different draws add up for their plain statistics, but their replicate sums do not: the sum
 # is labelled MIXED and its replicate sums are null, so only intervals are refused there.
@@ -55,7 +63,7 @@ REPLICATE_SUMS, TRIAL_SUMS = SAMPLES = ("replicate_sums", "trial_sums")
 
 _TYPES = {"metric": pa.string(), "format_version": pa.int32(), "sacrebleu_version": pa.string(),
           "tokenize": pa.string(), "tokenizer_signature": pa.string(), "lowercase": pa.bool_(),
-          "max_ngram_order": pa.int32(), RESAMPLING: pa.string(),
+          "max_ngram_order": pa.int32(), METRIC_OPTIONS: pa.string(), RESAMPLING: pa.string(),
           REPLICATE_SUMS: pa.list_(pa.int64()), TRIAL_SUMS: pa.list_(pa.int64()),
           "n_segments": pa.int64(), "n_rejected": pa.int64(), "n_reference_segments": pa.int64(),
           "segment_fingerprint": pa.int64(), "min_refs": pa.int32(), "max_refs": pa.int32()}
@@ -63,13 +71,12 @@ FINGERPRINT_MASK = 0xFFFFFFFF
 
 
 def stat_columns(table: pa.Table) -> list:
-    """The summed statistics columns of a table, in order (their number follows the max order)."""
-    return [c for c in table.column_names if c in _all_stat_names(table)]
+    """The summed statistics columns of a table, in order (the metrics' own columns)."""
+    return [c for c in table.column_names if metrics.is_stat_column(c)]
 
 
 def _all_stat_names(table: pa.Table) -> set:
-    orders = [int(c.split("_")[1]) for c in table.column_names if c.startswith("total_")]
-    return set(stats_names(max(orders, default=0)))
+    return set(stat_columns(table))
 
 
 def value_columns(table: pa.Table) -> list:
@@ -83,21 +90,25 @@ def group_columns_of(table: pa.Table) -> list:
 
 
 def measurement_columns(n_rows: int, tokenize: pa.Array, tokenizer_signature: pa.Array,
-                        lowercase: bool, max_ngram_order: int,
-                        resampling: str = "") -> Dict[str, pa.Array]:
+                        lowercase, max_ngram_order, resampling: str = "", metric=METRIC,
+                        metric_options="") -> Dict[str, pa.Array]:
     """The measurement columns of rows measured by this installation. `resampling` names the
-    hashed replicate sums kept (`poisson:1000:12345`), '' when none."""
-    def constant(name, value):
-        return pa.array([value] * n_rows, _TYPES[name])
+    hashed replicate sums kept (`poisson:1000:12345`), '' when none. `lowercase`,
+    `max_ngram_order`, `metric` and `metric_options`: one value for every row, or a list of
+    one per row (rows of several metrics)."""
+    def column(name, value):
+        values = value if isinstance(value, (list, tuple)) else [value] * n_rows
+        return pa.array(values, _TYPES[name])
 
-    return {"metric": constant("metric", METRIC),
-            "format_version": constant("format_version", FORMAT_VERSION),
-            "sacrebleu_version": constant("sacrebleu_version", sacrebleu.__version__),
+    return {"metric": column("metric", metric),
+            "format_version": column("format_version", FORMAT_VERSION),
+            "sacrebleu_version": column("sacrebleu_version", sacrebleu.__version__),
             "tokenize": tokenize.cast(pa.string()),
             "tokenizer_signature": tokenizer_signature.cast(pa.string()),
-            "lowercase": constant("lowercase", lowercase),
-            "max_ngram_order": constant("max_ngram_order", max_ngram_order),
-            RESAMPLING: constant(RESAMPLING, resampling)}
+            "lowercase": column("lowercase", lowercase),
+            "max_ngram_order": column("max_ngram_order", max_ngram_order),
+            METRIC_OPTIONS: column(METRIC_OPTIONS, metric_options),
+            RESAMPLING: column(RESAMPLING, resampling)}
 
 
 def build(groups: Mapping[str, pa.Array], measurement: Mapping[str, pa.Array],
@@ -150,16 +161,16 @@ def add_up(table: pa.Table, keys: Sequence[str]) -> pa.Table:
 
 
 def check_measurement(table: pa.Table) -> None:
-    """Saved statistics are of the metric and format this installation scores: other ones (chrF
-    sums in BLEU's columns, a newer layout) would be scored as BLEU of this format without a
-    word, so they are refused, naming what was found and what is supported."""
-    supported = {"metric": METRIC, "format_version": FORMAT_VERSION}
+    """Saved statistics are of the metrics and format this installation scores: other ones (a
+    metric it does not know, a newer layout) would be scored wrongly without a word, so they are
+    refused, naming what was found and what is supported."""
+    supported = {"metric": tuple(metrics.REGISTRY), "format_version": (FORMAT_VERSION,)}
     problems = []
     for column, wanted in supported.items():
-        found = [v for v in pc.unique(table[column]).to_pylist() if v != wanted]
+        found = [v for v in pc.unique(table[column]).to_pylist() if v not in wanted]
         if found:
             problems.append(f"{column} {', '.join(sorted(map(str, found)))} "
-                            f"(this installation reads {column} {wanted} only)")
+                            f"(this installation reads {column} {', '.join(map(str, wanted))} only)")
     if problems:
         raise IncompatibleStatisticsError(f"statistics of {'; '.join(problems)}")
 
@@ -179,7 +190,8 @@ _COMBINE = {"min_refs": "min", "max_refs": "max", RESAMPLING: "label",
 
 def summed_lists(column, groups: pa.ListArray, agree: pa.Array) -> pa.ChunkedArray:
     """Element-wise sums of the integer lists of each group's rows (`groups`: row indices per
-    group); null where no row has one, or where the rows' draws differ (`agree` false)."""
+    group); null where no row has one, or where the rows' draws differ (`agree` false). Rows of
+    different metrics have lists of different lengths; within a group they must agree."""
     lists = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if len(groups) == len(lists):  # a row a group (rows already summed): reordered, not copied thrice
         order = pc.list_flatten(groups).to_numpy()
@@ -189,22 +201,53 @@ def summed_lists(column, groups: pa.ListArray, agree: pa.Array) -> pa.ChunkedArr
         return kept if isinstance(kept, pa.ChunkedArray) else pa.chunked_array([kept])
     present = lists.is_valid().to_numpy(zero_copy_only=False)
     lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy()
-    widths = set(lengths[present].tolist())
-    if len(widths) > 1:
-        raise IncompatibleStatisticsError(
-            f"replicate sums of different lengths ({', '.join(map(str, sorted(widths)))}) in one "
-            f"table: rows of other max n-gram orders or draws; select one with --where")
-    width = widths.pop() if widths else 0
-    matrix = np.zeros((len(lists), width), np.int64)
-    if width:
-        matrix[present] = pc.list_flatten(lists).to_numpy(zero_copy_only=False).reshape(-1, width)
     order = pc.list_flatten(groups).to_numpy()
-    if not len(order):
-        return list_column(matrix[:0], present[:0])
-    starts = groups.offsets.to_numpy()[:-1]
-    sums = np.add.reduceat(matrix[order], starts, axis=0)
-    any_present = np.add.reduceat(present[order].astype(np.int64), starts) > 0
-    return list_column(sums, any_present & agree.to_numpy(zero_copy_only=False))
+    sizes = np.diff(groups.offsets.to_numpy())
+    group_of = np.empty(len(lists), np.int64)
+    group_of[order] = np.repeat(np.arange(len(groups)), sizes)
+    widths = np.zeros(len(groups), np.int64)
+    for width in set(lengths[present].tolist()):
+        members = np.unique(group_of[present & (lengths == width)])
+        if (widths[members] != 0).any():
+            raise IncompatibleStatisticsError(
+                f"replicate sums of different lengths ({', '.join(map(str, sorted(set(lengths[present].tolist()))))}) "
+                f"in one group: rows of other max n-gram orders or draws; select one with --where")
+        widths[members] = width
+    sums: list = [None] * len(groups)
+    offsets = lists.offsets.to_numpy()
+    values = pc.list_flatten(lists).to_numpy(zero_copy_only=False)  # from offsets[0] on
+    for row in np.flatnonzero(present):
+        g, width = group_of[row], lengths[row]
+        start = int(offsets[row] - offsets[0])
+        part = values[start:start + width]
+        sums[g] = part.astype(np.int64) if sums[g] is None else sums[g] + part
+    keep = agree.to_numpy(zero_copy_only=False)
+    return ragged_list_column([v if k else None for v, k in zip(sums, keep)])
+
+
+def ragged_list_column(rows: Sequence[Optional[np.ndarray]]) -> pa.ChunkedArray:
+    """Each array as a list (null for None), in chunks whose values fit the 32-bit offsets of a
+    list array (Spark reads lists, not large lists)."""
+    chunks, start = [], 0
+    limit = 2 ** 31 - 1
+    while start < len(rows) or not chunks:
+        stop, size = start, 0
+        while stop < len(rows) and (stop == start or size + _size(rows[stop]) <= limit):
+            size += _size(rows[stop])
+            stop += 1
+        part = rows[start:stop]
+        kept = np.array([r is not None for r in part], bool)
+        offsets = np.concatenate([[0], np.cumsum([_size(r) for r in part])]).astype(np.int32)
+        flat = np.concatenate([np.asarray(r, np.int64).reshape(-1) for r in part if r is not None]) \
+            if kept.any() else np.zeros(0, np.int64)
+        chunks.append(pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.int64()),
+                                               mask=pa.array(~kept)))
+        start = stop
+    return pa.chunked_array(chunks, pa.list_(pa.int64()))
+
+
+def _size(row) -> int:
+    return 0 if row is None else int(np.asarray(row).size)
 
 
 def list_column(matrix: np.ndarray, keep: np.ndarray) -> pa.ChunkedArray:
@@ -270,7 +313,7 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
 
 
 # Every statistics table has these; format 1 lacked the fingerprint and the packed sums.
-REQUIRED = (*MEASUREMENT, RESAMPLING, "n_segments", "n_rejected", "n_reference_segments", *REFS)
+REQUIRED = (*(c for c in MEASUREMENT if c != METRIC_OPTIONS), RESAMPLING, "n_segments", "n_rejected", "n_reference_segments", *REFS)
 
 
 def _check_columns(path: str, names: Sequence[str]) -> None:
@@ -284,9 +327,8 @@ def filter_columns(names: Sequence[str]) -> list:
     """The columns `--where` may name: group columns and the measurement. Never the replicate or
     trial sums, the counts or the statistics: a filter on those would keep part of a group's
     statistics and change what its counts and intervals mean."""
-    orders = [int(c.split("_")[1]) for c in names if c.startswith("total_")]
-    hidden = {*SAMPLES, *FORMAT_1_SAMPLES, *COUNTS, *REFS, *stats_names(max(orders, default=0))}
-    return [c for c in names if c not in hidden]
+    hidden = {*SAMPLES, *FORMAT_1_SAMPLES, *COUNTS, *REFS}
+    return [c for c in names if c not in hidden and not metrics.is_stat_column(c)]
 
 
 # Format 1 kept a row per replicate and per trial (columns `replicate`, `trial`: their index,
@@ -301,6 +343,7 @@ def upgraded(table: pa.Table) -> pa.Table:
     for name in ("segment_fingerprint", *SAMPLES):
         if name not in table.column_names:
             table = table.append_column(name, pa.nulls(n, _TYPES[name]))
+    table = with_metric_options(table)
     if not set(FORMAT_1_SAMPLES) <= set(table.column_names):
         return table
     plain = pc.and_(pc.is_null(table["replicate"]), pc.is_null(table["trial"]))
@@ -329,6 +372,15 @@ def upgraded(table: pa.Table) -> pa.Table:
     values = np.array([p if p is not None else np.zeros(width, np.int64) for p in packed]).reshape(-1, width)
     index = table.schema.get_field_index(REPLICATE_SUMS)
     return table.set_column(index, REPLICATE_SUMS, list_column(values, keep))
+
+
+def with_metric_options(table: pa.Table) -> pa.Table:
+    """Rows saved before `metric_options` existed are BLEU's, whose value is ''; the column goes
+    right after the other measurement columns."""
+    if METRIC_OPTIONS in table.column_names:
+        return table
+    index = table.schema.get_field_index("max_ngram_order") + 1
+    return table.add_column(index, METRIC_OPTIONS, pa.repeat(pa.scalar("", pa.string()), table.num_rows))
 
 
 def bound(where: Predicate, schema: pa.Schema) -> Predicate:

@@ -1,5 +1,9 @@
 """Everything shown, from summed statistics alone: scores per grouping set, the dashboard table,
 the report page. `score` and `aggregate` both call this module, so no two views can disagree.
+
+Each statistics row names its metric; what it means (statistic columns, score, result fields,
+signature) is that metric's declaration (`bleu_spark.metrics`): no metric is named here.
+`config` is the run's scoring choices, handed to each row's metric as they are.
 """
 from __future__ import annotations
 
@@ -10,31 +14,30 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import bootstrap, statstable
+from . import bootstrap, metrics, statstable
 from .config import AUTO, BleuConfig
 from .errors import IncompatibleStatisticsError, MixedTokenizerGroupError, UsageError
-from .scoring import build_result
-from .signature import bleu_signature, nrefs_label
-from .stats import stats_names
 
 GroupingSet = Tuple[str, ...]
 
 GROUPING = "grouping"   # names the grouping set of a row, e.g. "langpair,system"
 SEGMENT_ORDER = "segment_order"  # a segment's rank in segment-key order, in a segments table
-RESULT_FIELDS = ("score", "counts", "totals", "precisions", "bp", "ratio", "sys_len", "ref_len",
-                 "n_segments", "tokenize", "signature", "verbose")
-SCORE_TYPES = {"score": pa.float64(), "counts": pa.list_(pa.int64()),
-               "totals": pa.list_(pa.int64()), "precisions": pa.list_(pa.float64()),
-               "bp": pa.float64(), "ratio": pa.float64(), "sys_len": pa.int64(),
-               "ref_len": pa.int64(), "n_segments": pa.int64(), "tokenize": pa.string(),
-               "signature": pa.string(), "verbose": pa.string(), "n_rejected": pa.int64(),
+
+
+class ScoreRow(dict):
+    """A score row (its fields), carrying its group's summed statistics (`statistics`: name ->
+    value, None without scored segments) for the dashboard, which is not a field of the row."""
+    statistics: dict = {}
+
+# The fields of a score row: the metric, every metric's result fields, then the shared ones.
+SCORE_TYPES = {"metric": pa.string(), **metrics.result_types(), "n_rejected": pa.int64(),
                "n_reference_segments": pa.int64(), "coverage": pa.float64(),
                "bs_mean": pa.float64(), "ci_low": pa.float64(), "ci_high": pa.float64(),
                "ci_halfwidth": pa.float64(), "n_bootstrap": pa.int64(), "seed": pa.int64(),
                "bootstrap_method": pa.string()}
 INTERVAL_FIELDS = ("bs_mean", "ci_low", "ci_high", "ci_halfwidth", "n_bootstrap", "seed",
                    "bootstrap_method")
-PAIRED_TYPES = {"system": pa.string(), "baseline": pa.string(), "test": pa.string(),
+PAIRED_TYPES = {"metric": pa.string(), "system": pa.string(), "baseline": pa.string(), "test": pa.string(),
                 "delta": pa.float64(), "p_value": pa.float64(), "delta_ci_low": pa.float64(),
                 "delta_ci_high": pa.float64()}
 DASHBOARD_FIELDS = ("metric", "score", "n_segments", "n_rejected", "n_reference_segments",
@@ -61,7 +64,7 @@ def distinct_sets(sets) -> List[GroupingSet]:
 
 def check_group_names(columns: Sequence[str]) -> None:
     """Group columns must not collide with what the job writes beside them."""
-    clashes = [c for c in columns if c in RESERVED or c.startswith(("correct_", "total_"))]
+    clashes = [c for c in columns if c in RESERVED or metrics.reserved_column(c)]
     if clashes:
         raise UsageError(f"group column {', '.join(clashes)} has the name of an output field; "
                          f"rename it in the input (reserved: score, counts, tokenize, signature, "
@@ -71,6 +74,11 @@ def check_group_names(columns: Sequence[str]) -> None:
 def scoring_config(config: BleuConfig) -> BleuConfig:
     """The scoring choices alone; the measurement settings come from each statistics row."""
     return dataclasses.replace(config, tokenize=AUTO, spm_model=None)
+
+
+def metric_of(row: dict, config) -> metrics.Metric:
+    """The metric of a statistics row, with its measurement and the run's scoring choices."""
+    return metrics.of_row(row, config)
 
 
 def _summed(stats: pa.Table, keys) -> Tuple[pa.Table, pa.Table]:
@@ -97,15 +105,15 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
         scored = [_score_row(r, grouping_set, all_cols, config, implicit) for r in groups]
         if resampling is not None and resampling.confidence:
             _add_intervals(scored, groups, sums, segments, grouping_set, config, resampling)
-        scored.sort(key=lambda r: tuple((r[c] is not None, r[c]) for c in grouping_set))
+        scored.sort(key=lambda r: (*((r[c] is not None, r[c]) for c in grouping_set),
+                                   metrics.order_of(r["metric"])))
         rows.extend(scored)
     return rows
 
 
-def measured_config(config: BleuConfig, sums: dict) -> BleuConfig:
-    """The scoring choices with the measurement settings of one statistics row."""
-    return dataclasses.replace(scoring_config(config), lowercase=sums["lowercase"],
-                               max_ngram_order=sums["max_ngram_order"])
+def measured_config(config, sums: dict) -> metrics.Metric:
+    """The metric of one statistics row: its measurement settings with the scoring choices."""
+    return metric_of(sums, config)
 
 
 # A bootstrap over fewer segments says nothing of the corpus: with one segment, every resample
@@ -122,12 +130,13 @@ def _add_intervals(rows: List[dict], groups: List[dict], sums: pa.Table, segment
             continue
         measured = measured_config(config, group)
         if poisson:
-            replicates = _sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set)
+            replicates = _sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set,
+                                        measured.width)
             interval = bootstrap.poisson_interval(
                 row["score"], bootstrap.scores_of_sums(replicates, measured), resampling.seed)
         else:
             interval = bootstrap.sacrebleu_interval(
-                segment_matrix(segments, grouping_set, group), measured,
+                segment_matrix(segments, grouping_set, group, measured), measured,
                 resampling.n_bootstrap, resampling.seed)
         row.update(interval.to_dict())
         fields = bootstrap.bootstrap_signature(resampling.method, resampling.n_bootstrap,
@@ -135,10 +144,11 @@ def _add_intervals(rows: List[dict], groups: List[dict], sums: pa.Table, segment
         row["signature"] = bootstrap.with_bootstrap_fields(row["signature"], fields)
 
 
-def _sample_matrix(sums: pa.Table, column: str, index: int, group: dict, grouping_set) -> np.ndarray:
+def _sample_matrix(sums: pa.Table, column: str, index: int, group: dict, grouping_set,
+                   width: int) -> np.ndarray:
     """A group's replicate or trial sums as a (samples, width) matrix; a clear error when its
     rows hold none, or sums of different draws."""
-    matrix = statstable.sample_matrix(sums, column, index, len(stats_names(group["max_ngram_order"])))
+    matrix = statstable.sample_matrix(sums, column, index, width)
     if matrix is None:
         where = ", ".join(f"{c}={group[c]}" for c in grouping_set) or "the whole table"
         raise UsageError(f"group {where} holds no {column.replace('_', ' ')} of one draw "
@@ -147,16 +157,17 @@ def _sample_matrix(sums: pa.Table, column: str, index: int, group: dict, groupin
     return matrix
 
 
-def segment_matrix(segments: pa.Table, grouping_set: GroupingSet, group: dict) -> np.ndarray:
+def segment_matrix(segments: pa.Table, grouping_set: GroupingSet, group: dict,
+                   metric: Optional[metrics.Metric] = None) -> np.ndarray:
     """The statistics of a group's segments, in segment-key order (sacrebleu's line order)."""
+    metric = metric or metric_of(group, None)
     mask = pa.array([True] * segments.num_rows)
-    for column in grouping_set:
+    for column in [*grouping_set, "tokenize", "metric"]:
         value = group[column]
         mask = pc.and_(mask, pc.is_null(segments[column]) if value is None
                        else pc.fill_null(pc.equal(segments[column], value), False))
-    mask = pc.and_(mask, pc.equal(segments["tokenize"], group["tokenize"]))
     rows = segments.filter(mask).sort_by([(SEGMENT_ORDER, "ascending")])
-    names = stats_names(group["max_ngram_order"])
+    names = metric.names
     return np.column_stack([rows[n].to_numpy() for n in names]).astype(np.int64)
 
 
@@ -165,13 +176,14 @@ def _check_one_measurement(sums: List[dict], grouping_set: GroupingSet) -> None:
     up: `sums` has a row per group and measurement, so a group with two rows is refused."""
     seen = {}
     for row in sums:
-        key = tuple(row[c] for c in grouping_set)
+        key = (*(row[c] for c in grouping_set), row["metric"])
         if key not in seen:
             seen[key] = row
             continue
         differing = {m: f"{seen[key][m]} vs {row[m]}" for m in statstable.MEASUREMENT
                      if seen[key][m] != row[m]}
         where = ", ".join(f"{c}={v}" for c, v in zip(grouping_set, key)) or "the whole table"
+        where += "" if row["metric"] == statstable.METRIC else f" ({row['metric']})"
         what = "; ".join(f"{m}: {v}" for m, v in differing.items())
         if set(differing) <= {"tokenize", "tokenizer_signature"}:
             raise MixedTokenizerGroupError(
@@ -184,19 +196,17 @@ def _check_one_measurement(sums: List[dict], grouping_set: GroupingSet) -> None:
 
 def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: BleuConfig,
                implicit: Sequence[str] = ()) -> dict:
-    row = {c: sums.get(c) if c in grouping_set else None for c in all_cols}
+    row = ScoreRow((c, sums.get(c) if c in grouping_set else None) for c in all_cols)
     row[GROUPING] = label(grouping_set, implicit)
+    metric = metric_of(sums, config)
+    row["metric"] = metric.name
+    statistics = [sums[name] for name in metric.names]
     if sums["n_segments"]:
-        order = sums["max_ngram_order"]
-        measured = dataclasses.replace(scoring_config(config), lowercase=sums["lowercase"],
-                                       max_ngram_order=order)
-        signature = bleu_signature(measured, nrefs_label(sums["min_refs"], sums["max_refs"]),
-                                   sums["tokenizer_signature"], sums["sacrebleu_version"])
-        result = build_result([sums[s] for s in stats_names(order)], measured,
-                              sums["n_segments"], sums["tokenize"], signature)
-        row.update(result.to_dict())
+        row.update(metric.result(statistics, sums))
+        row.statistics = dict(zip(metric.names, statistics))
     else:  # every row of the group was rejected: listed, with no score
-        row.update(dict.fromkeys(RESULT_FIELDS), n_segments=0)
+        row.update(dict.fromkeys(metric.result_fields()), n_segments=0)
+        row.statistics = dict.fromkeys(metric.names)
     row["n_rejected"] = sums["n_rejected"]
     row["n_reference_segments"] = expected = sums["n_reference_segments"]
     row["coverage"] = row["n_segments"] / expected if expected else None
@@ -221,9 +231,11 @@ def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig
     for index, row in enumerate(groups):
         if row["n_segments"]:
             row["_index"] = index
-            by_comparison.setdefault(tuple(row[c] for c in others), {})[row[system_col]] = row
+            key = (*(row[c] for c in others), row["metric"])
+            by_comparison.setdefault(key, {})[row[system_col]] = row
     results, warnings = [], []
-    for comparison, systems in sorted(by_comparison.items(), key=lambda kv: str(kv[0])):
+    ordered = sorted(by_comparison.items(), key=lambda kv: (str(kv[0][:-1]), metrics.order_of(kv[0][-1])))
+    for (*comparison, metric), systems in ordered:
         where = dict(zip(others, comparison))
         base = systems.get(resampling.baseline)
         if base is None:
@@ -235,8 +247,8 @@ def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig
             if system == resampling.baseline:
                 continue
             tests = _paired(base, row, sums, config, resampling, segments, grouping_set)
-            results += [{**where, "system": system, "baseline": resampling.baseline, **t}
-                        for t in tests]
+            results += [{**where, "metric": metric, "system": system,
+                         "baseline": resampling.baseline, **t} for t in tests]
     return results, warnings
 
 
@@ -255,9 +267,10 @@ def _check_same_segments(base: dict, row: dict, grouping_set) -> None:
 def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
             grouping_set) -> List[dict]:
     measured = measured_config(config, row)
-    names = stats_names(row["max_ngram_order"])
+    names = measured.names
     vector = lambda r: np.array([r[n] for n in names], np.int64)
-    samples = lambda r, column: _sample_matrix(sums, column, r["_index"], r, grouping_set)
+    samples = lambda r, column: _sample_matrix(sums, column, r["_index"], r, grouping_set,
+                                               measured.width)
     poisson = resampling.method == bootstrap.POISSON
     if poisson:
         _check_same_segments(base, row, grouping_set)
@@ -269,7 +282,8 @@ def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
                 samples(row, statstable.REPLICATE_SUMS), measured)
         else:
             result = bootstrap.sacrebleu_paired_bs(
-                segment_matrix(segments, grouping_set, base), segment_matrix(segments, grouping_set, row),
+                segment_matrix(segments, grouping_set, base, measured),
+                segment_matrix(segments, grouping_set, row, measured),
                 measured, resampling.n_bootstrap, resampling.seed)
         done.append({**result.to_dict(), "test": bootstrap.PAIRED_BS})
     if resampling.paired_ar:
@@ -279,7 +293,8 @@ def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
                 samples(row, statstable.TRIAL_SUMS), measured)
         else:
             result = bootstrap.sacrebleu_paired_ar(
-                segment_matrix(segments, grouping_set, base), segment_matrix(segments, grouping_set, row),
+                segment_matrix(segments, grouping_set, base, measured),
+                segment_matrix(segments, grouping_set, row, measured),
                 measured, resampling.n_ar_trials, resampling.seed)
         done.append({**result.to_dict(), "test": bootstrap.PAIRED_AR})
     return [dict(t, method=resampling.method) for t in done]
@@ -298,29 +313,39 @@ def group_fields(stats: pa.Table, sets: Sequence[GroupingSet]) -> List[pa.Field]
     return [stats.schema.field(c) for c in names]
 
 
+def _result_fields(rows: List[dict]) -> set:
+    """The result fields of the rows' metrics (the default metric's when there are no rows)."""
+    names = {r.get("metric") for r in rows} or set(metrics.DEFAULT)
+    return {f for name in names if name in metrics.REGISTRY
+            for f in metrics.REGISTRY[name].result_fields()}
+
+
 def scores_table(rows: List[dict], fields: Sequence[pa.Field]) -> pa.Table:
+    """The score rows as a table: a column for each field of the rows' metrics, the shared
+    fields, and the interval fields when intervals were computed."""
     columns = {f.name: pa.array([r[f.name] for r in rows], f.type) for f in fields}
     columns[GROUPING] = pa.array([r[GROUPING] for r in rows], pa.string())
+    own, every = _result_fields(rows), set(metrics.result_types())
     columns.update({c: pa.array([r.get(c) for r in rows], t) for c, t in SCORE_TYPES.items()
-                    if c not in INTERVAL_FIELDS or any(r.get(c) is not None for r in rows)})
+                    if (c not in INTERVAL_FIELDS or any(r.get(c) is not None for r in rows))
+                    and (c not in every or c in own)})
     return pa.table(columns)
+
 
 
 def dashboard_table(rows: List[dict], fields: Sequence[pa.Field], run_id: str,
                     run_time: str) -> pa.Table:
-    """Tidy long format, one row per group and metric, with the raw summed statistics, so a BI
-    tool re-aggregates by summing statistics (never by averaging scores)."""
-    order = max((len(r["counts"]) for r in rows if r["counts"]), default=4)
+    """Tidy long format, one row per group and metric, with the raw summed statistics (each
+    metric's own columns, null in other metrics' rows and in groups without scored segments), so
+    a BI tool re-aggregates by summing statistics (never by averaging scores)."""
+    stats_of = lambda r: getattr(r, "statistics", {})
+    names = metrics.stat_order(list(dict.fromkeys(n for r in rows for n in stats_of(r))))
     columns = {f.name: pa.array([r[f.name] for r in rows], f.type) for f in fields}
     columns[GROUPING] = pa.array([r[GROUPING] for r in rows], pa.string())
-    columns["metric"] = pa.array([statstable.METRIC] * len(rows), pa.string())
+    columns["metric"] = pa.array([r["metric"] for r in rows], pa.string())
     columns["score"] = pa.array([r["score"] for r in rows], pa.float64())
-    columns["sys_len"] = pa.array([r["sys_len"] for r in rows], pa.int64())
-    columns["ref_len"] = pa.array([r["ref_len"] for r in rows], pa.int64())
-    for kind, field in (("correct", "counts"), ("total", "totals")):
-        for n in range(order):
-            columns[f"{kind}_{n + 1}"] = pa.array(
-                [r[field][n] if r[field] and n < len(r[field]) else None for r in rows], pa.int64())
+    for name in names:
+        columns[name] = pa.array([stats_of(r).get(name) for r in rows], pa.int64())
     for name in ("n_segments", "n_rejected", "n_reference_segments", "coverage", "signature",
                  "tokenize", "ci_low", "ci_high"):
         columns[name] = pa.array([r.get(name) for r in rows], SCORE_TYPES[name])

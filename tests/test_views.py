@@ -83,7 +83,7 @@ def test_aggregate_refuses_to_sum_different_measurements(tmp_path, other, code, 
 
 
 @pytest.mark.parametrize("column,value,message", [
-    ("metric", "chrf", "statistics of metric chrf (this installation reads metric bleu only)"),
+    ("metric", "comet", "statistics of metric comet (this installation reads metric bleu, chrf, chrf++, ter only)"),
     ("format_version", 3, "statistics of format_version 3 (this installation reads format_version 2 only)"),
 ])
 def test_statistics_of_another_metric_or_format_are_exit_11(tmp_path, capsys, column, value, message):

@@ -1,1 +1,91 @@
 """One module per metric."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Sequence, Type
+
+from ..errors import IncompatibleStatisticsError, UsageError
+from .base import Metric, StatColumn
+from .bleu import Bleu
+from .chrf import Chrf, ChrfPlusPlus
+from .ter import Ter
+
+# The registry: name (as `--metrics` and the statistics table's `metric` column spell it) -> metric.
+REGISTRY: Dict[str, Type[Metric]] = {m.name: m for m in (Bleu, Chrf, ChrfPlusPlus, Ter)}
+DEFAULT = ("bleu",)
+
+__all__ = ["Metric", "StatColumn", "REGISTRY", "DEFAULT", "get", "parse_names", "configured",
+           "of_row", "is_stat_column", "stat_order", "as_metric"]
+
+
+def get(name: str) -> Type[Metric]:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise UsageError(f"unknown metric {name!r}; choose from: {', '.join(REGISTRY)}") from None
+
+
+def parse_names(value) -> tuple:
+    """`bleu,chrf` (or a list) -> registered names, in order, each once."""
+    if value is None:
+        return DEFAULT
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    names = tuple(dict.fromkeys(str(p).strip().lower() for p in parts if str(p).strip()))
+    if not names:
+        raise UsageError(f"--metrics needs at least one of: {', '.join(REGISTRY)}")
+    for name in names:
+        get(name)
+    return names
+
+
+def configured(names: Sequence[str], settings: Mapping[str, Any], choices: Any) -> tuple:
+    """The metrics a run measures, with the run's options."""
+    return tuple(get(name).from_settings(settings, choices) for name in names)
+
+
+def of_row(row: Mapping[str, Any], choices: Any) -> Metric:
+    """The metric of one statistics row, with the run's scoring choices."""
+    name = row["metric"]
+    if name not in REGISTRY:
+        raise IncompatibleStatisticsError(f"statistics of metric {name} (this installation reads "
+                                          f"{', '.join(REGISTRY)})")
+    return REGISTRY[name].from_measurement(row, choices)
+
+
+def is_stat_column(name: str) -> bool:
+    return any(m.owns_column(name) for m in REGISTRY.values())
+
+
+def reserved_column(name: str) -> bool:
+    """Whether a group column would take the name of a statistic column of some metric."""
+    return any(name.startswith(m.column_prefixes) or m.owns_column(name) for m in REGISTRY.values())
+
+
+def result_types() -> dict:
+    """Every metric's result fields and their Arrow types, in registry order."""
+    types: dict = {}
+    for metric in REGISTRY.values():
+        types.update(metric.result_types)
+    return types
+
+
+def order_of(name: str) -> int:
+    """A metric's place in the registry (the order rows of one group are shown in)."""
+    return list(REGISTRY).index(name) if name in REGISTRY else len(REGISTRY)
+
+
+def stat_order(names: Sequence[str]) -> List[str]:
+    """Statistic columns in the registry's order, each metric's in its own."""
+    owners = list(REGISTRY.values())
+
+    def key(name):
+        index = next(i for i, m in enumerate(owners) if m.owns_column(name))
+        return (index, owners[index].column_order(name))
+
+    return sorted((n for n in names if is_stat_column(n)), key=key)
+
+
+def as_metric(metric) -> Metric:
+    """A metric, or BLEU of a `BleuConfig` (the scoring choices BLEU's functions took)."""
+    from ..config import BleuConfig
+
+    return Bleu(metric) if isinstance(metric, BleuConfig) else metric

@@ -1,1 +1,1 @@
-"""The Spark layer: it only moves data; all BLEU knowledge lives in the core modules."""
+"""The Spark layer: it only moves data; what each metric is lives in `bleu_spark.metrics`."""

@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import output as out, predicate, statstable
+from .. import metrics, output as out, predicate, statstable
 from ..errors import InputNotFoundError
 from ..predicate import Predicate
 from . import io
@@ -33,6 +33,8 @@ def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None
         frame = _partitioned(spark, stats_path, marker)
     else:
         frame = io.read_parquet(spark, stats_path, what="statistics", merge_schema=True)
+    if statstable.METRIC_OPTIONS not in frame.columns:  # saved before it existed: BLEU's ''
+        frame = frame.withColumn(statstable.METRIC_OPTIONS, F.lit(""))
     columns = frame.columns
     missing = [c for c in (*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS)
                if c not in columns]
@@ -43,7 +45,7 @@ def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None
         frame = frame.where(row_filter(where, frame.schema))
     values = {*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
               *statstable.SAMPLES}
-    stats = [c for c in columns if c not in values and c.startswith(("sys_len", "ref_len", "correct_", "total_"))]
+    stats = [c for c in columns if c not in values and metrics.is_stat_column(c)]
     keys = [c for c in columns if c not in values and c not in stats] + list(statstable.MEASUREMENT)
     # Rows of a key meet in one task and are added up there as `score` adds them (replicate sums
     # are lists Spark SQL cannot add element-wise): what reaches the driver is a row per group.

@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numba
 import numpy as np
@@ -23,11 +23,11 @@ from pyspark.sql import types as T
 from .. import __version__, bootstrap, output as out, ranges, statstable, views
 from ..config import AUTO, BleuConfig
 from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
-from ..stats import stats_names
+from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from . import inputs, io
 from .progress import Progress
 from .scan import ArrowScan, arrow_scan
-from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
+from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, METRIC, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
                     merging, output_schema, partial_sums, rejected_rows, rejected_schema,
                     statistics_table)
 
@@ -60,8 +60,12 @@ class JobOptions:
     progress_seconds: float = 30.0                      # 0: no progress lines
     config: BleuConfig = field(default_factory=BleuConfig)
     resampling: bootstrap.Resampling = field(default_factory=bootstrap.Resampling)
+    metrics: Tuple[str, ...] = DEFAULT_METRICS          # measured in one pass, by registry name
+    metric_settings: Tuple[Tuple[str, Any], ...] = ()   # other metrics' options, e.g. chrf_beta
 
     def __post_init__(self):
+        object.__setattr__(self, "metrics", parse_names(self.metrics))
+        configured(self.metrics, dict(self.metric_settings), self.config)  # options checked now
         if self.resampling.method == bootstrap.SACREBLEU and self.resampling.active \
                 and not (self.segment_key or self.join_on):
             raise UsageError("--bootstrap-method sacrebleu needs --segment-key or --join-on: "
@@ -148,11 +152,12 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
                          reason_col=inputs.ROW_REASON,
                          segment_hash_col=SEGMENT_HASH if poisson else None,
                          replicates=resampling.replicates, trials=resampling.trials,
-                         seed=resampling.seed, per_segment=tuple(dict.fromkeys(per_segment)))
+                         seed=resampling.seed, per_segment=tuple(dict.fromkeys(per_segment)),
+                         metrics=configured(options.metrics, dict(options.metric_settings), config))
 
 
 def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> DataFrame:
-    """One row per (group, tokenizer, reason) over the whole input: the only wide step."""
+    """One row per (group, tokenizer, metric, reason) over the whole input: the only wide step."""
     narrow = df.select(*plan.read_columns)
     schema = output_schema(plan, narrow.schema)
     partials = narrow.mapInArrow(partial_sums(plan, *accumulators), schema)
@@ -160,7 +165,7 @@ def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> Dat
         # Replicate sums are lists Spark SQL cannot add element-wise: rows of a key meet in one
         # task, where the partition function's own merge adds them up.
         return partials.repartition(*plan.keys).mapInArrow(merging(plan), schema)
-    stats = stats_names(plan.config.max_ngram_order)
+    stats = plan.stat_columns
     no_samples = [F.lit(None).cast("array<bigint>").alias(c) for c in statstable.SAMPLES]
     return partials.groupBy(*plan.keys).agg(
         F.sum(N_SEGMENTS).alias(N_SEGMENTS), F.min(MIN_REFS).alias(MIN_REFS),
@@ -209,7 +214,10 @@ class Measurement:
             frame = self._with_segment_hash(self.input.frame)
             partials = partial_sums_frame(frame, self.plan, *accumulators).toArrow()
         self.rejected = Counter()
-        for row in partials.filter(partials[REASON].is_valid()).select([REASON, N_SEGMENTS]).to_pylist():
+        # Each metric's rows count the rejected rows: those of the first are the input's.
+        first = pc.equal(partials[METRIC], self.plan.measured[0].name)
+        rejected = partials.filter(pc.and_(partials[REASON].is_valid(), first))
+        for row in rejected.select([REASON, N_SEGMENTS]).to_pylist():
             self.rejected[row[REASON]] += row[N_SEGMENTS]
         self.stats = statistics_table(partials, self.plan, options.resampling.label)
         self.segments = self._segments(partials) if self.plan.per_segment else None
@@ -231,7 +239,7 @@ class Measurement:
         order = pc.sort_indices(scored, [(c, "ascending") for c in self.plan.per_segment])
         rank = np.empty(len(order), np.int64)
         rank[order.to_numpy()] = np.arange(len(order))
-        columns = [*self.plan.group_cols, TOKENIZE, *stats_names(self.plan.config.max_ngram_order)]
+        columns = [*self.plan.group_cols, TOKENIZE, METRIC, *self.plan.stat_columns]
         return scored.select(columns).append_column(views.SEGMENT_ORDER, pa.array(rank))
 
     def rejected_frame(self, whole: bool = True) -> DataFrame:
@@ -265,7 +273,7 @@ class Measurement:
                 group = ", ".join(f"{c}={row[c]}" for c in self.plan.group_cols)
                 warnings.append(f"{group}: {row['n_segments']} of {n} segments scored "
                                 f"(coverage {100 * row['n_segments'] / n:.1f}%)")
-        return warnings
+        return list(dict.fromkeys(warnings))  # a group's metrics cover the same segments
 
     def unmatched_references(self) -> Optional[int]:
         unmatched = self.input.unmatched_references
@@ -437,7 +445,9 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
                scores: List[dict], job_group: str, rows_read: int, run_id: str,
                input_bytes: Optional[int] = None) -> dict:
     """What run.json holds: the effective configuration, the row accounting, versions, tasks."""
-    n_scored = pc.sum(measurement.stats["n_segments"]).as_py() or 0
+    stats = measurement.stats  # each metric's rows count every row: those of the first
+    first = stats.filter(pc.equal(stats["metric"], measurement.plan.measured[0].name))
+    n_scored = pc.sum(first["n_segments"]).as_py() or 0
     n_rejected = sum(measurement.rejected.values())
     if rows_read != n_scored + n_rejected:  # counted apart from the scoring pass: a bug if unequal
         raise RuntimeError(f"row accounting broken: read {rows_read}, scored {n_scored}, "
@@ -453,6 +463,7 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
         "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
                     "langpair": options.langpair_col},
         "on_invalid": options.on_invalid, "config": asdict(options.config),
+        "metrics": [{"metric": m.name, **m.measurement()} for m in measurement.plan.measured],
         "resampling": asdict(options.resampling) if options.resampling.active else None,
         "rows": {"read": rows_read, "scored": n_scored, "rejected": n_rejected,
                  "rejected_by_reason": dict(sorted(measurement.rejected.items()))},

@@ -1,8 +1,10 @@
 """The Arrow partition function: per-segment statistics, summed per group within a partition.
 
 It receives Arrow batches of (group columns, candidate, references) and yields one row per
-(group, tokenizer, reason) with summed integer statistics: a few rows per partition, whatever
-its size. Rejected rows are counted here too, so one pass over the input does all accounting.
+(group, tokenizer, metric, reason) with summed statistics: a few rows per partition, whatever
+its size. Each batch is read once and every metric of the plan computes its statistics from it
+(`bleu_spark.metrics`: each metric's columns, null in the rows of the others). Rejected rows are
+counted here too (in each metric's rows), so one pass over the input does all accounting.
 """
 from __future__ import annotations
 
@@ -15,13 +17,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-from .. import bootstrap, statstable
+from .. import bootstrap, metrics, statstable
 from ..config import BleuConfig
-from ..rows import rejection_reasons
-from ..stats import segment_statistics, stats_names, stats_width
+from ..rows import present_references, rejection_reasons
 from ..tokenizers import LineTokenizer, build_tokenizer
 
 TOKENIZE = "tokenize"
+METRIC = "metric"
 REASON = "reason"
 N_SEGMENTS = "n_segments"
 MIN_REFS = "min_refs"
@@ -45,6 +47,17 @@ class PartitionPlan:
     seed: int = 0
     # sacrebleu's own resampling needs every segment's statistics: rows kept per segment key.
     per_segment: Tuple[str, ...] = ()
+    # The metrics measured, with their options; () for the default ones with `config`.
+    metrics: Tuple[metrics.Metric, ...] = ()
+
+    @property
+    def measured(self) -> Tuple[metrics.Metric, ...]:
+        return self.metrics or metrics.configured(metrics.DEFAULT, {}, self.config)
+
+    @property
+    def stat_columns(self) -> list:
+        """Every measured metric's statistic columns, each once, in registry order."""
+        return metrics.stat_order(list(dict.fromkeys(n for m in self.measured for n in m.names)))
 
     @property
     def read_columns(self) -> Tuple[str, ...]:
@@ -57,7 +70,7 @@ class PartitionPlan:
 
     @property
     def keys(self) -> Tuple[str, ...]:
-        return (*self.group_cols, *self.per_segment, TOKENIZE, REASON)
+        return (*self.group_cols, *self.per_segment, TOKENIZE, METRIC, REASON)
 
     def tokenizer_for(self, langpair: Optional[str]) -> str:
         return self.config.tokenizer_for(langpair)
@@ -65,10 +78,11 @@ class PartitionPlan:
 
 def output_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.StructType:
     fields = [input_schema[c] for c in (*plan.group_cols, *plan.per_segment)]
-    fields += [T.StructField(TOKENIZE, T.StringType()), T.StructField(REASON, T.StringType()),
+    fields += [T.StructField(TOKENIZE, T.StringType()), T.StructField(METRIC, T.StringType()),
+               T.StructField(REASON, T.StringType()),
                T.StructField(N_SEGMENTS, T.LongType()), T.StructField(MIN_REFS, T.IntegerType()),
                T.StructField(MAX_REFS, T.IntegerType()), T.StructField(FINGERPRINT, T.LongType())]
-    fields += [T.StructField(name, T.LongType()) for name in stats_names(plan.config.max_ngram_order)]
+    fields += [T.StructField(name, T.LongType()) for name in plan.stat_columns]
     fields += [T.StructField(name, T.ArrayType(T.LongType())) for name in statstable.SAMPLES]
     return T.StructType(fields)
 
@@ -76,7 +90,7 @@ def output_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.StructTy
 def partial_columns(plan: PartitionPlan) -> list:
     """The partition function's columns, in `output_schema`'s order (Spark takes them by position)."""
     return [*plan.keys, N_SEGMENTS, MIN_REFS, MAX_REFS, FINGERPRINT,
-            *stats_names(plan.config.max_ngram_order), *statstable.SAMPLES]
+            *plan.stat_columns, *statstable.SAMPLES]
 
 
 def _local_model(path: Optional[str]) -> Optional[str]:
@@ -130,29 +144,48 @@ class _PartitionSums:
         return self.tokenizers[name]
 
     def add(self, batch: pa.RecordBatch) -> None:
-        plan, order = self.plan, self.plan.config.max_ngram_order
+        plan = self.plan
         reasons, names = _reasons(batch, plan), _tokenizer_names(batch, plan)
-        stats = np.zeros((batch.num_rows, stats_width(order)), np.int64)
-        n_refs = np.zeros(batch.num_rows, np.int32)
         scored = pc.is_null(reasons)
-        for name in pc.unique(names.filter(scored)).to_pylist():
-            rows = np.flatnonzero(pc.and_(scored, pc.equal(names, name)).to_numpy(zero_copy_only=False))
-            segments = segment_statistics(batch.column(plan.candidate_col).take(rows),
-                                          batch.column(plan.references_col).take(rows),
-                                          self.tokenizer(name), order)
-            stats[rows], n_refs[rows] = segments.stats, segments.n_refs
-            self.references_tokenized += segments.references_tokenized
-        if self.samples:
-            self.samples.add(batch, scored, names, stats)
-        columns = [batch.column(c) for c in (*plan.group_cols, *plan.per_segment)] + [names, reasons]
-        columns += [pa.array(np.ones(batch.num_rows, np.int64)), pa.array(n_refs), pa.array(n_refs),
-                    self._fingerprints(batch)]
-        columns += [pa.array(stats[:, i]) for i in range(stats.shape[1])]
-        table = pa.table(columns, names=[*self.keys, N_SEGMENTS, MIN_REFS, MAX_REFS, FINGERPRINT,
-                                         *stats_names(order)])
-        self.pending.append(statstable.add_up(table, self.keys))
+        scored_rows = np.flatnonzero(scored.to_numpy(zero_copy_only=False))
+        n_refs = _reference_counts(batch.column(plan.references_col), scored_rows)
+        groups = [batch.column(c) for c in (*plan.group_cols, *plan.per_segment)]
+        counts = [pa.array(np.ones(batch.num_rows, np.int64)), pa.array(n_refs), pa.array(n_refs),
+                  self._fingerprints(batch)]
+        tables = []
+        for metric in plan.measured:
+            stats = self._statistics(metric, batch, scored, scored_rows, names)
+            tokenize = names if metric.uses_tokenizer else pa.nulls(batch.num_rows, pa.string())
+            if self.samples:
+                self.samples.add(batch, scored, tokenize, stats, metric.name)
+            label = pa.repeat(pa.scalar(metric.name, pa.string()), batch.num_rows)
+            columns = [*groups, tokenize, label, reasons, *counts]
+            own = dict(zip(metric.names, stats.T))
+            columns += [pa.array(own[n]) if n in own else pa.nulls(batch.num_rows, pa.int64())
+                        for n in plan.stat_columns]
+            tables.append(pa.table(columns, names=[*self.keys, N_SEGMENTS, MIN_REFS, MAX_REFS,
+                                                   FINGERPRINT, *plan.stat_columns]))
+        self.pending.append(statstable.add_up(pa.concat_tables(tables), self.keys))
         if len(self.pending) >= self.MERGE_EVERY:
             self.pending = [self._merged()]
+
+    def _statistics(self, metric, batch, scored, scored_rows, names) -> np.ndarray:
+        """One metric's statistics of the batch's scored rows (zeros in the others): by
+        tokenizer for a metric that follows it, else all at once."""
+        plan = self.plan
+        stats = np.zeros((batch.num_rows, metric.width), np.int64)
+        candidates, references = batch.column(plan.candidate_col), batch.column(plan.references_col)
+        if not metric.uses_tokenizer:
+            if len(scored_rows):
+                stats[scored_rows] = metric.segment_statistics(candidates.take(scored_rows),
+                                                               references.take(scored_rows))
+            return stats
+        for name in pc.unique(names.filter(scored)).to_pylist():
+            rows = np.flatnonzero(pc.and_(scored, pc.equal(names, name)).to_numpy(zero_copy_only=False))
+            stats[rows], tokenized = metric.measure(candidates.take(rows), references.take(rows),
+                                                    self.tokenizer(name))
+            self.references_tokenized += tokenized
+        return stats
 
     def _fingerprints(self, batch: pa.RecordBatch) -> pa.Array:
         """Each row's segment hash, low 32 bits (summed: the fingerprint of a group's segment
@@ -182,7 +215,8 @@ class _SampleSums:
         self.plan = plan
         self.sums: Dict[str, Dict[tuple, np.ndarray]] = {REPLICATE_SUMS: {}, TRIAL_SUMS: {}}
 
-    def add(self, batch: pa.RecordBatch, scored: pa.Array, names: pa.Array, stats: np.ndarray) -> None:
+    def add(self, batch: pa.RecordBatch, scored: pa.Array, names: pa.Array, stats: np.ndarray,
+            metric: str) -> None:
         plan = self.plan
         rows = np.flatnonzero(scored.to_numpy(zero_copy_only=False))
         if not len(rows):
@@ -191,10 +225,11 @@ class _SampleSums:
         keys = pa.table({**{c: batch.column(c).take(rows) for c in plan.group_cols},
                          TOKENIZE: names.take(rows), "_row": np.arange(len(rows))})
         groups = keys.group_by([*plan.group_cols, TOKENIZE], use_threads=False).aggregate([("_row", "list")])
+        groups = groups.append_column(METRIC, pa.repeat(pa.scalar(metric, pa.string()), groups.num_rows))
         scored_stats = stats[rows]
         for group in groups.to_pylist():
             index = np.asarray(group.pop("_row_list"))
-            key = tuple(group[c] for c in (*plan.group_cols, TOKENIZE))
+            key = tuple(group[c] for c in (*plan.group_cols, TOKENIZE, METRIC))
             if plan.replicates:
                 weights = bootstrap.poisson_weights(hashes[index], plan.seed, plan.replicates)
                 _add_into(self.sums[REPLICATE_SUMS], key, bootstrap.replicate_sums(scored_stats[index], weights))
@@ -213,16 +248,19 @@ def _add_into(sums: Dict[tuple, np.ndarray], key: tuple, values: np.ndarray) -> 
 def _sample_lists(plain: pa.Table, plan: PartitionPlan, sums: Dict[tuple, np.ndarray]) -> pa.ChunkedArray:
     """The sums of each plain row's group as one packed list (replicate-major), null for rows
     of rejected rows or when none are kept."""
-    keys = zip(*(plain[c].to_pylist() for c in (*plan.group_cols, TOKENIZE)))
+    keys = zip(*(plain[c].to_pylist() for c in (*plan.group_cols, TOKENIZE, METRIC)))
     reasons = plain[REASON].is_null().to_numpy(zero_copy_only=False)
     found = [sums.get(key) if scored else None for key, scored in zip(keys, reasons)]
-    keep = np.array([f is not None for f in found], bool)
-    size = next((f.size for f in found if f is not None), 0)
-    matrix = np.zeros((len(found), size), np.int64)
-    for i, values in enumerate(found):
-        if values is not None:
-            matrix[i] = values.reshape(-1)
-    return statstable.list_column(matrix, keep)
+    return statstable.ragged_list_column([None if f is None else f.reshape(-1) for f in found])
+
+
+def _reference_counts(references: pa.Array, rows: np.ndarray) -> np.ndarray:
+    """The non-null references of each row (0 for rows not scored)."""
+    n_refs = np.zeros(len(references), np.int32)
+    if len(rows):
+        _, row = present_references(references.take(rows))
+        n_refs[rows] = np.bincount(row, minlength=len(rows))
+    return n_refs
 
 
 def partial_sums(plan: PartitionPlan, rows_done=None, references_tokenized=None):
@@ -293,11 +331,15 @@ def statistics_table(partials: pa.Table, plan: PartitionPlan, resampling: str = 
               FINGERPRINT: pc.if_else(rejected, pa.scalar(None, pa.int64()), partials[FINGERPRINT])}
     names = partials[TOKENIZE]
     signatures = {name: build_tokenizer(name, config.spm_model).signature()
-                  for name in pc.unique(names).to_pylist()}
+                  for name in pc.unique(names).to_pylist() if name is not None}
+    by_name = {m.name: m.measurement() for m in plan.measured}
+    labels = partials[METRIC].to_pylist()
+    setting = lambda key: [by_name[m][key] for m in labels]
     measurement = statstable.measurement_columns(
-        len(partials), names, pa.array([signatures[t] for t in names.to_pylist()], pa.string()),
-        config.lowercase, config.max_ngram_order, resampling)
-    stats = {name: partials[name] for name in stats_names(config.max_ngram_order)}
+        len(partials), names, pa.array([signatures.get(t) for t in names.to_pylist()], pa.string()),
+        setting("lowercase"), setting("max_ngram_order"), resampling, labels,
+        setting("metric_options"))
+    stats = {name: partials[name] for name in plan.stat_columns}
     samples = {c: partials[c] for c in statstable.SAMPLES}
     table = statstable.build({c: partials[c] for c in plan.group_cols}, measurement, counts, stats,
                              samples)

@@ -1,0 +1,157 @@
+"""What a metric declares, once, for every part of the product that measures or shows it.
+
+A metric that decomposes through summed per-segment statistics is a class with its options set
+(frozen, sacrebleu's names and defaults, validated when built). The Spark layer, the statistics
+table, `aggregate`, the views, the intervals and paired tests, the dashboard, the report and the
+console table work from these declarations alone:
+
+- `name`: the registry name, also the statistics table's `metric` value (`bleu`, `chrf`, ...);
+- `columns()`: its statistic columns (name, Arrow type, how rows combine them);
+- `owns_column(name)`: whether a column of a statistics table is one of its statistics;
+- `measurement()`: the settings its statistics depend on, as the table's measurement columns,
+  and `from_measurement(row, choices)`: the metric of one statistics row, with the scoring
+  choices of the run (settings that do not change the statistics);
+- `segment_statistics(...)`: every segment of an Arrow batch at once, int64 (n, width);
+- `score(sums)` and `scores(matrix)`: ONE formula from summed statistics, scalar and
+  vectorized over many rows of sums (bootstrap replicates, randomization trials);
+- `result(...)`: its result fields, signature and text line;
+- `sentence_score(...)`, `higher_is_better`, `title`, `bands` (how a person reads a score).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pyarrow as pa
+
+SUM, MIN, MAX = "sum", "min", "max"
+
+# A band: (lowest score, whether the lowest score itself belongs to it, name, bar colour).
+Band = Tuple[float, bool, str, str]
+VARIABLE_REFS = "var"
+
+
+@dataclass(frozen=True)
+class StatColumn:
+    """A statistic column: its name in the statistics table, Arrow type and how rows combine it."""
+    name: str
+    type: pa.DataType = pa.int64()
+    combine: str = SUM
+
+
+def nrefs_label(min_refs: int, max_refs: int) -> Union[int, str]:
+    """sacrebleu prints the number of references when every segment has the same, else `var`."""
+    return min_refs if min_refs == max_refs else VARIABLE_REFS
+
+
+class Metric(ABC):
+    """A metric with every option set."""
+
+    name: ClassVar[str]                      # registry name and the table's `metric` value
+    title: ClassVar[str]                     # how a score is titled (axis, console)
+    higher_is_better: ClassVar[bool] = True
+    uses_tokenizer: ClassVar[bool] = False   # statistics follow the row's tokenizer (--tokenize)
+    bands: ClassVar[Tuple[Band, ...]] = ()   # interpretation bands, highest first; () for none
+    # The fields `result` gives (each a score row's field), with their Arrow types.
+    result_types: ClassVar[Mapping[str, pa.DataType]] = {}
+    # Group columns may not start with these (statistic columns of the metric have them).
+    column_prefixes: ClassVar[Tuple[str, ...]] = ()
+
+    # --- measuring -------------------------------------------------------------------------
+
+    @classmethod
+    @abstractmethod
+    def from_settings(cls, settings: Mapping[str, Any], choices: Any) -> "Metric":
+        """The metric as a run's options set it (`settings`: the job's flat option values)."""
+
+    @classmethod
+    @abstractmethod
+    def owns_column(cls, name: str) -> bool:
+        """Whether `name` is a statistic column of this metric (of any options)."""
+
+    @classmethod
+    def column_order(cls, name: str) -> tuple:
+        """Where a statistic column of this metric goes among its others."""
+        return (name,)
+
+    @abstractmethod
+    def columns(self) -> List[StatColumn]:
+        """The statistic columns, in the order of a segment's statistics vector."""
+
+    @classmethod
+    def result_fields(cls) -> Tuple[str, ...]:
+        return tuple(cls.result_types)
+
+    @property
+    def names(self) -> List[str]:
+        return [c.name for c in self.columns()]
+
+    @property
+    def width(self) -> int:
+        return len(self.columns())
+
+    @abstractmethod
+    def measurement(self) -> dict:
+        """Values of the statistics table's measurement columns this metric sets: `lowercase`,
+        `max_ngram_order`, `metric_options` (None where it has no such setting)."""
+
+    @abstractmethod
+    def segment_statistics(self, candidates: pa.Array, references: pa.Array,
+                           tokenizer=None) -> np.ndarray:
+        """int64 (n, width): each segment's statistics. `candidates`: strings without nulls;
+        `references`: lists of strings, each with a non-null one at least; `tokenizer`: the
+        rows' tokenizer when `uses_tokenizer`."""
+
+    def measure(self, candidates: pa.Array, references: pa.Array,
+                tokenizer=None) -> Tuple[np.ndarray, int]:
+        """`segment_statistics`, and how many distinct references were tokenized for them (the
+        work a run reports; 0 for a metric without a tokenizer)."""
+        return self.segment_statistics(candidates, references, tokenizer), 0
+
+    # --- showing ---------------------------------------------------------------------------
+
+    @classmethod
+    @abstractmethod
+    def from_measurement(cls, row: Mapping[str, Any], choices: Any) -> "Metric":
+        """The metric of one statistics row (its measurement columns) with the run's scoring
+        choices."""
+
+    @abstractmethod
+    def score(self, sums: Sequence) -> float:
+        """The score of one summed statistics vector."""
+
+    @abstractmethod
+    def scores(self, sums: np.ndarray) -> np.ndarray:
+        """`score` of every row of a (rows, width) matrix of sums, float64."""
+
+    @abstractmethod
+    def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:
+        """The result fields of a group (score, signature, verbose and the metric's own), from
+        its sums and its statistics row (n_segments, min_refs, max_refs, tokenize, ...)."""
+
+    def sacrebleu_statistics(self, stats: np.ndarray) -> np.ndarray:
+        """Segment statistics as sacrebleu's own metric holds them (for the exact replay)."""
+        return stats
+
+    def sacrebleu_metric(self):
+        """sacrebleu's own metric with these options, for the exact bootstrap replay."""
+        raise NotImplementedError(f"{self.name}: no sacrebleu replay")
+
+    def sentence_score(self, candidate: str, references: Sequence[Optional[str]]) -> float:
+        """The sentence-level score of one segment, as sacrebleu's `sentence_score`."""
+        raise NotImplementedError
+
+    def interpretation(self, score: Optional[float]) -> Optional[str]:
+        band = self.band(score)
+        return band[2] if band else None
+
+    def band(self, score: Optional[float]) -> Optional[Band]:
+        if score is None or not self.bands:
+            return None
+        for band in self.bands:
+            low, inclusive = band[0], band[1]
+            if score > low or (inclusive and score == low):
+                return band
+        return self.bands[-1]  # NaN compares false with everything

@@ -1,0 +1,303 @@
+"""BLEU as a metric: sacrebleu 2.6's corpus BLEU from summed statistics.
+
+Segment statistics `[sys_len, ref_len, correct_1 .. correct_N, total_1 .. total_N]` come from
+`bleu_spark.stats` (tokenized by the row's tokenizer); the score from sums is ONE formula, here
+twice only in form: `bleu_from_statistics` on one vector (sacrebleu's exact arithmetic, for every
+shown score) and `scores_of_sums` over many rows (bootstrap replicates, randomization trials),
+equal to it within 1e-12. The result record, sacrebleu's text line and signature, and the
+interpretation bands a person reads a BLEU score by are BLEU's alone.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import pyarrow as pa
+
+from ..config import AUTO, BleuConfig
+from ..signature import bleu_signature
+from ..stats import segment_statistics, stats_names
+from .base import Metric, StatColumn, nrefs_label
+
+# sacrebleu's floor for log(0), so a zero precision gives a score of (almost exactly) 0.
+LOG_ZERO = -9999999999
+
+
+def _log(value: float) -> float:
+    return LOG_ZERO if value == 0.0 else math.log(value)
+
+
+@dataclass(frozen=True)
+class BleuResult:
+    score: float
+    counts: List[int]
+    totals: List[int]
+    precisions: List[float]
+    bp: float
+    ratio: float
+    sys_len: int
+    ref_len: int
+    n_segments: int
+    tokenize: str
+    signature: str
+    verbose: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def brevity_penalty(sys_len: int, ref_len: int) -> float:
+    if sys_len >= ref_len:
+        return 1.0
+    return math.exp(1 - ref_len / sys_len) if sys_len > 0 else 0.0
+
+
+def precisions_and_order(correct: Sequence[int], totals: Sequence[int],
+                         config: BleuConfig) -> Tuple[List[float], int]:
+    """Percent precisions per order with sacrebleu's smoothing, and the orders to average.
+
+    Follows sacrebleu's `compute_bleu` step by step, on local values: its own version adds the
+    add-k constant into the caller's lists.
+    """
+    order = config.max_ngram_order
+    k = config.effective_smooth_value
+    precisions = [0.0] * order
+    eff_order = order
+    smooth_mteval = 1.0
+    for n in range(order):
+        c, t = correct[n], totals[n]
+        if config.smooth_method == "add-k" and n > 0:
+            c, t = c + k, t + k
+        if t == 0:
+            break
+        if config.effective_order:
+            eff_order = n + 1
+        if c == 0:
+            if config.smooth_method == "exp":
+                smooth_mteval *= 2
+                precisions[n] = 100.0 / (smooth_mteval * t)
+            elif config.smooth_method == "floor":
+                precisions[n] = 100.0 * k / t
+        else:
+            precisions[n] = 100.0 * c / t
+    return precisions, eff_order
+
+
+def bleu_from_statistics(stats: Sequence[int], config: BleuConfig) -> Tuple[float, List[float], float]:
+    """(score, precisions, bp) from one summed statistics vector."""
+    order = config.max_ngram_order
+    sys_len, ref_len = int(stats[0]), int(stats[1])
+    correct, totals = stats[2:2 + order], stats[2 + order:2 + 2 * order]
+    bp = brevity_penalty(sys_len, ref_len)
+    if not any(correct):
+        return 0.0, [0.0] * order, bp
+    precisions, eff_order = precisions_and_order(correct, totals, config)
+    logs = [_log(p) for p in precisions[:eff_order]]
+    if config.weights is None:
+        mean_log = sum(logs) / eff_order  # sacrebleu's exact arithmetic
+    else:
+        weights = config.weights[:eff_order]
+        if sum(weights) == 0:
+            # Effective order left out every order that carries weight (segments too short for
+            # them): those orders have no n-grams, a precision of 0, as without effective order.
+            return 0.0, precisions, bp
+        mean_log = sum(w * lp for w, lp in zip(weights, logs)) / sum(weights)
+    return bp * math.exp(mean_log), precisions, bp
+
+
+def bleu_line(score: float, precisions: Sequence[float], bp: float, ratio: float,
+              sys_len: int, ref_len: int) -> str:
+    """sacrebleu's `str(BLEUScore)`, formatted by Python (round half to even, as sacrebleu)."""
+    prec = "/".join(f"{p:.1f}" for p in precisions)
+    return (f"BLEU = {score:.2f} {prec} (BP = {bp:.3f} ratio = {ratio:.3f} "
+            f"hyp_len = {sys_len:d} ref_len = {ref_len:d})")
+
+
+def build_result(stats: Sequence[int], config: BleuConfig, n_segments: int, tokenize: str,
+                 signature: str) -> BleuResult:
+    order = config.max_ngram_order
+    score, precisions, bp = bleu_from_statistics(stats, config)
+    sys_len, ref_len = int(stats[0]), int(stats[1])
+    ratio = sys_len / ref_len if ref_len else 0.0
+    return BleuResult(
+        score=score,
+        counts=[int(c) for c in stats[2:2 + order]],
+        totals=[int(t) for t in stats[2 + order:2 + 2 * order]],
+        precisions=precisions, bp=bp, ratio=ratio, sys_len=sys_len, ref_len=ref_len,
+        n_segments=n_segments, tokenize=tokenize, signature=signature,
+        verbose=bleu_line(score, precisions, bp, ratio, sys_len, ref_len))
+
+
+# --- scores of many summed vectors at once -------------------------------------------------------
+
+def _brevity_penalties(sys_len: np.ndarray, ref_len: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        short = np.exp(1 - ref_len / sys_len)
+    return np.where(sys_len >= ref_len, 1.0, np.where(sys_len > 0, short, 0.0))
+
+
+def _smoothed_precisions(correct: np.ndarray, totals: np.ndarray, config: BleuConfig):
+    """(precisions, effective order) per row: `scoring.precisions_and_order` on every row at
+    once; `alive` follows its loop, which stops at the first order with no n-grams."""
+    rows, order = correct.shape
+    k = config.effective_smooth_value
+    precisions = np.zeros((rows, order))
+    eff_order = np.full(rows, order)
+    alive = np.ones(rows, bool)
+    smooth_mteval = np.ones(rows)
+    for n in range(order):
+        c, t = correct[:, n].astype(np.float64), totals[:, n].astype(np.float64)
+        if config.smooth_method == "add-k" and n > 0:
+            c, t = c + k, t + k
+        alive &= t != 0
+        if config.effective_order:
+            eff_order = np.where(alive, n + 1, eff_order)
+        zero = alive & (c == 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if config.smooth_method == "exp":
+                smooth_mteval = np.where(zero, smooth_mteval * 2, smooth_mteval)
+                precisions[:, n] = np.where(zero, 100.0 / (smooth_mteval * t), 0.0)
+            elif config.smooth_method == "floor":
+                precisions[:, n] = np.where(zero, 100.0 * k / t, 0.0)
+            precisions[:, n] = np.where(alive & (c != 0), 100.0 * c / t, precisions[:, n])
+    return precisions, eff_order
+
+
+def scores_of_sums(sums: np.ndarray, config: BleuConfig) -> np.ndarray:
+    """BLEU of each row of `sums` (B, width): `bleu_from_statistics` vectorized (equal to it
+    within 1e-12; numpy's log and exp may differ from libm's in the last bit)."""
+    sums = np.asarray(sums)
+    order = config.max_ngram_order
+    correct, totals = sums[:, 2:2 + order], sums[:, 2 + order:2 + 2 * order]
+    bp = _brevity_penalties(sums[:, 0].astype(np.float64), sums[:, 1].astype(np.float64))
+    precisions, eff_order = _smoothed_precisions(correct, totals, config)
+    with np.errstate(divide="ignore"):
+        logs = np.where(precisions == 0.0, float(LOG_ZERO), np.log(precisions))
+    weights = np.ones(order) if config.weights is None else np.asarray(config.weights)
+    # Added one order at a time, as Python's sum() adds them.
+    weighted, weight_total = np.zeros(len(sums)), np.zeros(len(sums))
+    for n in range(order):
+        used = n < eff_order
+        term = logs[:, n] if config.weights is None else weights[n] * logs[:, n]
+        weighted = np.where(used, weighted + term, weighted)
+        weight_total = np.where(used, weight_total + weights[n], weight_total)
+    divisor = eff_order if config.weights is None else weight_total
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scores = bp * np.exp(weighted / divisor)
+    return np.where(correct.any(axis=1), scores, 0.0)
+
+
+# The commonly cited BLEU bands, highest first: (lowest score, whether the lowest score itself
+# belongs to the band, name, bar colour). 60 is still "Very high quality"; only above 60 is
+# "better than human", hence the one exclusive lower bound.
+BANDS = (
+    (60.0, False, "Quality often better than human", "#1a7f37"),
+    (50.0, True, "Very high quality, adequate, and fluent translations", "#2f9e44"),
+    (40.0, True, "High quality translations", "#66a80f"),
+    (30.0, True, "Understandable to good translations", "#1c7ed6"),
+    (20.0, True, "The gist is clear, but has significant grammatical errors", "#f08c00"),
+    (10.0, True, "Hard to get the gist", "#e8590c"),
+    (-math.inf, True, "Almost useless", "#c92a2a"),
+)
+
+_COLUMN = re.compile(r"(sys_len|ref_len|correct_(\d+)|total_(\d+))$")
+_KIND = {"sys_len": 0, "ref_len": 1, "correct": 2, "total": 3}
+
+
+class Bleu(Metric):
+    """Corpus BLEU. Measured with a tokenizer per row (`--tokenize`, by target language under
+    `auto`), `lowercase` and `max_ngram_order`; smoothing, effective order and weights are
+    scoring choices (`choices`, a `BleuConfig`), applied to saved statistics at will."""
+
+    name = "bleu"
+    title = "BLEU"
+    bands = BANDS
+    uses_tokenizer = True
+    result_types = {"score": pa.float64(), "counts": pa.list_(pa.int64()),
+                    "totals": pa.list_(pa.int64()), "precisions": pa.list_(pa.float64()),
+                    "bp": pa.float64(), "ratio": pa.float64(), "sys_len": pa.int64(),
+                    "ref_len": pa.int64(), "n_segments": pa.int64(), "tokenize": pa.string(),
+                    "signature": pa.string(), "verbose": pa.string()}
+    column_prefixes = ("correct_", "total_")
+
+    def __init__(self, config: BleuConfig, tokenizer_signature: Optional[str] = None,
+                 version: Optional[str] = None):
+        self.config = config
+        self.tokenizer_signature = tokenizer_signature
+        self.version = version
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], choices: BleuConfig) -> "Bleu":
+        return cls(choices)
+
+    @classmethod
+    def owns_column(cls, name: str) -> bool:
+        return _COLUMN.match(name) is not None
+
+    @classmethod
+    def column_order(cls, name: str) -> tuple:
+        kind, _, order = name.partition("_")
+        return (_KIND.get(kind, _KIND.get(name, 0)), int(order) if order.isdigit() else 0)
+
+    def columns(self) -> List[StatColumn]:
+        return [StatColumn(n) for n in stats_names(self.config.max_ngram_order)]
+
+    def measurement(self) -> dict:
+        return {"lowercase": self.config.lowercase,
+                "max_ngram_order": self.config.max_ngram_order, "metric_options": ""}
+
+    def segment_statistics(self, candidates, references, tokenizer=None) -> np.ndarray:
+        return self.measure(candidates, references, tokenizer)[0]
+
+    def measure(self, candidates, references, tokenizer=None):
+        segments = segment_statistics(candidates, references, tokenizer, self.config.max_ngram_order)
+        return segments.stats, segments.references_tokenized
+
+    @classmethod
+    def from_measurement(cls, row: Mapping[str, Any], choices: Optional[BleuConfig]) -> "Bleu":
+        measured = dataclasses.replace(choices or BleuConfig(), tokenize=AUTO, spm_model=None,
+                                       lowercase=row["lowercase"],
+                                       max_ngram_order=row["max_ngram_order"])
+        return cls(measured, row.get("tokenizer_signature"), row.get("sacrebleu_version"))
+
+    def score(self, sums: Sequence) -> float:
+        return bleu_from_statistics(sums, self.config)[0]
+
+    def scores(self, sums: np.ndarray) -> np.ndarray:
+        return scores_of_sums(sums, self.config)
+
+    def signature(self, nrefs) -> str:
+        kwargs = {"version": self.version} if self.version else {}
+        return bleu_signature(self.config, nrefs, self.tokenizer_signature, **kwargs)
+
+    def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:
+        signature = self.signature(nrefs_label(row["min_refs"], row["max_refs"]))
+        return build_result(sums, self.config, row["n_segments"], row["tokenize"],
+                            signature).to_dict()
+
+    def sacrebleu_metric(self):
+        if self.config.weights is not None:
+            from ..errors import UsageError
+
+            raise UsageError("the sacrebleu bootstrap has no n-gram weights; use the poisson method")
+        from sacrebleu.metrics.bleu import BLEU
+        config = self.config
+        return BLEU(tokenize="none", smooth_method=config.smooth_method,
+                    smooth_value=config.smooth_value, max_ngram_order=config.max_ngram_order,
+                    effective_order=config.effective_order)
+
+    def sentence_score(self, candidate: str, references: Sequence[Optional[str]],
+                       tokenize: str = "13a") -> float:
+        """sacrebleu's `sentence_bleu` (effective order on) of one segment."""
+        from ..tokenizers import LineTokenizer
+
+        config = dataclasses.replace(self.config, effective_order=True)
+        tokenizer = LineTokenizer(tokenize, config.lowercase)
+        stats = segment_statistics(pa.array([candidate], pa.string()),
+                                   pa.array([list(references)], pa.list_(pa.string())),
+                                   tokenizer, config.max_ngram_order).stats[0]
+        return bleu_from_statistics(stats.tolist(), config)[0]

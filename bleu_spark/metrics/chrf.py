@@ -1,0 +1,157 @@
+"""chrF and chrF++ as metrics, on the exact kernel (`chrf_kernel`): sacrebleu 2.6's `CHRF`.
+
+A segment's statistics are, per character order 1..nc then word order 1..nw, the integers
+`[hyp_count, ref_count, matches]`, in the statistics table as `chrf_c{n}_hyp`, `chrf_c{n}_ref`,
+`chrf_c{n}_match` and `chrf_w{n}_...` (chrF and chrF++ share their character columns). Every
+option changes the statistics (with several references, the kept one is the one of best
+sentence-level F, which beta and eps smoothing decide), so all of them are measurement settings:
+`lowercase` in its own column, the others in `metric_options`, e.g. `nc:6|nw:0|beta:2|space:no|eps:no`.
+"""
+from __future__ import annotations
+
+import re
+import sacrebleu
+from typing import Any, List, Mapping, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .. import ranges
+from ..errors import IncompatibleStatisticsError, UsageError
+from .base import Metric, StatColumn, nrefs_label
+from .chrf_kernel import ChrfOptions, chrf_score, chrf_scores, chrf_statistics
+
+PREFIX = "chrf_"
+_COLUMN = re.compile(r"chrf_([cw])(\d+)_(hyp|ref|match)$")
+_PARTS = ("hyp", "ref", "match")
+# Job option -> ChrfOptions field, sacrebleu's command-line names without `--chrf-`.
+SETTINGS = {"chrf_char_order": "char_order", "chrf_word_order": "word_order",
+            "chrf_beta": "beta", "chrf_whitespace": "whitespace",
+            "chrf_lowercase": "lowercase", "chrf_eps_smoothing": "eps_smoothing"}
+DEFAULTS = {key: getattr(ChrfOptions(), field) for key, field in SETTINGS.items()}
+
+
+def checked(options: ChrfOptions) -> ChrfOptions:
+    """The options, validated once: orders and beta are integers in their ranges."""
+    for key, field in SETTINGS.items():
+        value = getattr(options, field)
+        if field in ("char_order", "word_order", "beta"):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UsageError(f"--{key.replace('_', '-')} must be an integer, not {value!r}")
+            ranges.check(f"--{key.replace('_', '-')}", value)
+        elif not isinstance(value, bool):
+            raise UsageError(f"--{key.replace('_', '-')} must be true or false, not {value!r}")
+    if options.order == 0:
+        raise UsageError("chrF needs a character or word order of at least 1")
+    return options
+
+
+def options_text(options: ChrfOptions) -> str:
+    return (f"nc:{options.char_order}|nw:{options.word_order}|beta:{options.beta}|"
+            f"space:{'yes' if options.whitespace else 'no'}|"
+            f"eps:{'yes' if options.eps_smoothing else 'no'}")
+
+
+def options_of(text: str, lowercase: bool) -> ChrfOptions:
+    try:
+        fields = dict(part.split(":", 1) for part in text.split("|"))
+        return ChrfOptions(char_order=int(fields["nc"]), word_order=int(fields["nw"]),
+                           beta=int(fields["beta"]), lowercase=bool(lowercase),
+                           whitespace=fields["space"] == "yes", eps_smoothing=fields["eps"] == "yes")
+    except (KeyError, ValueError):
+        raise IncompatibleStatisticsError(f"chrF statistics with unreadable options {text!r}") from None
+
+
+class Chrf(Metric):
+    """chrF (sacrebleu's `CHRF()`); `chrf++` is the same with word order 2."""
+
+    name = "chrf"
+    title = "chrF"
+    default_word_order = 0
+    result_types = {"score": pa.float64(), "char_order": pa.int64(), "word_order": pa.int64(),
+                    "beta": pa.int64(), "n_segments": pa.int64(), "tokenize": pa.string(),
+                    "signature": pa.string(), "verbose": pa.string()}
+    column_prefixes = (PREFIX,)
+
+    def __init__(self, options: ChrfOptions, version: Optional[str] = None):
+        self.options = checked(options)
+        self.version = version or sacrebleu.__version__
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], choices: Any = None) -> "Chrf":
+        values = {field: settings.get(key) for key, field in SETTINGS.items()}
+        values = {k: v for k, v in values.items() if v is not None}
+        if cls.default_word_order:  # chrF++: its word order is its name's
+            values["word_order"] = cls.default_word_order
+        return cls(ChrfOptions(**values))
+
+    @classmethod
+    def owns_column(cls, name: str) -> bool:
+        return _COLUMN.match(name) is not None
+
+    @classmethod
+    def column_order(cls, name: str) -> tuple:
+        kind, order, part = _COLUMN.match(name).groups()
+        return (kind == "w", int(order), _PARTS.index(part))
+
+    def columns(self) -> List[StatColumn]:
+        orders = [("c", n) for n in range(1, self.options.char_order + 1)]
+        orders += [("w", n) for n in range(1, self.options.word_order + 1)]
+        return [StatColumn(f"{PREFIX}{kind}{n}_{part}") for kind, n in orders for part in _PARTS]
+
+    def measurement(self) -> dict:
+        return {"lowercase": self.options.lowercase, "max_ngram_order": None,
+                "metric_options": options_text(self.options)}
+
+    def segment_statistics(self, candidates, references, tokenizer=None) -> np.ndarray:
+        return chrf_statistics(candidates, references, self.options)
+
+    @classmethod
+    def from_measurement(cls, row: Mapping[str, Any], choices: Any = None) -> "Chrf":
+        return cls(options_of(row["metric_options"], row["lowercase"]), row.get("sacrebleu_version"))
+
+    def score(self, sums: Sequence) -> float:
+        return chrf_score([int(v) for v in sums], self.options)
+
+    def scores(self, sums: np.ndarray) -> np.ndarray:
+        return chrf_scores(np.asarray(sums, np.int64), self.options)
+
+    @property
+    def score_name(self) -> str:
+        """sacrebleu's `chrF2`, `chrF2++`."""
+        return f"chrF{self.options.beta}" + "+" * self.options.word_order
+
+    def signature(self, nrefs) -> str:
+        o = self.options
+        fields = [("nrefs", nrefs), ("case", "lc" if o.lowercase else "mixed"),
+                  ("eff", "no" if o.eps_smoothing else "yes"), ("nc", o.char_order),
+                  ("nw", o.word_order), ("space", "yes" if o.whitespace else "no"),
+                  ("version", self.version)]
+        return "|".join(f"{k}:{v}" for k, v in fields)
+
+    def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:
+        score = self.score(sums)
+        return {"score": score, "n_segments": row["n_segments"], "tokenize": None,
+                "char_order": self.options.char_order, "word_order": self.options.word_order,
+                "beta": self.options.beta,
+                "signature": self.signature(nrefs_label(row["min_refs"], row["max_refs"])),
+                "verbose": f"{self.score_name} = {score:.2f}"}
+
+    def sacrebleu_metric(self):
+        from sacrebleu.metrics.chrf import CHRF
+        o = self.options
+        return CHRF(char_order=o.char_order, word_order=o.word_order, beta=o.beta,
+                    lowercase=o.lowercase, whitespace=o.whitespace, eps_smoothing=o.eps_smoothing)
+
+    def sentence_score(self, candidate: str, references: Sequence[Optional[str]]) -> float:
+        stats = chrf_statistics(pa.array([candidate], pa.string()),
+                                pa.array([list(references)], pa.list_(pa.string())), self.options)
+        return self.score(stats[0])
+
+
+class ChrfPlusPlus(Chrf):
+    """chrF++: chrF with word n-grams up to 2 (sacrebleu's `CHRF(word_order=2)`)."""
+
+    name = "chrf++"
+    title = "chrF++"
+    default_word_order = 2

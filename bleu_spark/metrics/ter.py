@@ -1,0 +1,132 @@
+"""TER as a metric, on the exact kernel (`ter_kernel`): sacrebleu 2.6's `TER`. Lower is better.
+
+A segment's statistics are sacrebleu's `[best_num_edits, avg_ref_len]`: the fewest edits over
+its references and the MEAN length of all of them (a float with several references). Summed as
+floats, the reference length would depend on the order of the sum at the last bit, and
+replicate sums (integer lists) could not hold it. So the table keeps it as an integer,
+`ter_ref_len_scaled`, the mean times 2520 (the least common multiple of 1..10): for a segment of
+1 to 10 references (or any number dividing 2520) that is the exact mean, so sums are exact in any
+order and on any partitioning, and the score `100 * edits / (scaled / 2520)` equals sacrebleu's
+sequential float sum to within its rounding (other numbers of references are rounded to
+1/2520 of a word). Statistic columns: `ter_edits`, `ter_ref_len_scaled`.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Mapping, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import sacrebleu
+
+from ..errors import IncompatibleStatisticsError, UsageError
+from .base import Metric, StatColumn, nrefs_label
+from .ter_kernel import TerOptions, ter_score, ter_statistics
+
+PREFIX = "ter_"
+SCALE = 2520  # lcm(1..10): the mean of up to 10 reference lengths times this is an integer
+COLUMNS = ("ter_edits", "ter_ref_len_scaled")
+SETTINGS = {"ter_case_sensitive": "case_sensitive", "ter_normalized": "normalized",
+            "ter_no_punct": "no_punct", "ter_asian_support": "asian_support"}
+
+
+def options_text(options: TerOptions) -> str:
+    return (f"norm:{'yes' if options.normalized else 'no'}|"
+            f"punct:{'no' if options.no_punct else 'yes'}|"
+            f"asian:{'yes' if options.asian_support else 'no'}")
+
+
+def options_of(text: str, lowercase: bool) -> TerOptions:
+    try:
+        fields = dict(part.split(":", 1) for part in text.split("|"))
+        return TerOptions(case_sensitive=not lowercase, normalized=fields["norm"] == "yes",
+                          no_punct=fields["punct"] == "no", asian_support=fields["asian"] == "yes")
+    except (KeyError, ValueError):
+        raise IncompatibleStatisticsError(f"TER statistics with unreadable options {text!r}") from None
+
+
+class Ter(Metric):
+    """TER (sacrebleu's `TER()`): tercom's defaults, case-insensitive."""
+
+    name = "ter"
+    title = "TER"
+    higher_is_better = False
+    result_types = {"score": pa.float64(), "num_edits": pa.int64(), "ref_length": pa.float64(),
+                    "n_segments": pa.int64(), "tokenize": pa.string(), "signature": pa.string(),
+                    "verbose": pa.string()}
+    column_prefixes = (PREFIX,)
+
+    def __init__(self, options: TerOptions = TerOptions(), version: Optional[str] = None):
+        for field in SETTINGS.values():
+            if not isinstance(getattr(options, field), bool):
+                raise UsageError(f"TER's {field} must be true or false, not {getattr(options, field)!r}")
+        self.options = options
+        self.version = version or sacrebleu.__version__
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], choices: Any = None) -> "Ter":
+        values = {field: settings.get(key) for key, field in SETTINGS.items()}
+        return cls(TerOptions(**{k: v for k, v in values.items() if v is not None}))
+
+    @classmethod
+    def owns_column(cls, name: str) -> bool:
+        return name in COLUMNS
+
+    @classmethod
+    def column_order(cls, name: str) -> tuple:
+        return (COLUMNS.index(name),)
+
+    def columns(self) -> List[StatColumn]:
+        return [StatColumn(name) for name in COLUMNS]
+
+    def measurement(self) -> dict:
+        return {"lowercase": not self.options.case_sensitive, "max_ngram_order": None,
+                "metric_options": options_text(self.options)}
+
+    def segment_statistics(self, candidates, references, tokenizer=None) -> np.ndarray:
+        edits, ref_lengths = ter_statistics(candidates, references, self.options)
+        return np.column_stack([edits.astype(np.int64),
+                                np.rint(ref_lengths * SCALE).astype(np.int64)]).reshape(-1, 2)
+
+    @classmethod
+    def from_measurement(cls, row: Mapping[str, Any], choices: Any = None) -> "Ter":
+        return cls(options_of(row["metric_options"], row["lowercase"]), row.get("sacrebleu_version"))
+
+    def score(self, sums: Sequence) -> float:
+        return float(ter_score(int(sums[0]), int(sums[1]) / SCALE))
+
+    def scores(self, sums: np.ndarray) -> np.ndarray:
+        sums = np.asarray(sums, np.int64).reshape(-1, 2)
+        return np.asarray(ter_score(sums[:, 0], sums[:, 1] / SCALE), np.float64)
+
+    def signature(self, nrefs) -> str:
+        o = self.options
+        fields = [("nrefs", nrefs), ("case", "mixed" if o.case_sensitive else "lc"),
+                  ("tok", "tercom"), ("norm", "yes" if o.normalized else "no"),
+                  ("punct", "no" if o.no_punct else "yes"),
+                  ("asian", "yes" if o.asian_support else "no"), ("version", self.version)]
+        return "|".join(f"{k}:{v}" for k, v in fields)
+
+    def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:
+        score = self.score(sums)
+        return {"score": score, "num_edits": int(sums[0]), "ref_length": int(sums[1]) / SCALE,
+                "n_segments": row["n_segments"], "tokenize": None,
+                "signature": self.signature(nrefs_label(row["min_refs"], row["max_refs"])),
+                "verbose": f"TER = {score:.2f}"}
+
+    def sacrebleu_statistics(self, stats: np.ndarray) -> np.ndarray:
+        """sacrebleu's `[edits, mean reference length]`: the mean is the scaled integer / 2520,
+        the same double as the mean of the lengths (both round the same rational)."""
+        out = np.asarray(stats, np.float64).copy()
+        out[:, 1] = np.asarray(stats)[:, 1] / SCALE
+        return out
+
+    def sacrebleu_metric(self):
+        from sacrebleu.metrics.ter import TER
+        o = self.options
+        return TER(case_sensitive=o.case_sensitive, normalized=o.normalized, no_punct=o.no_punct,
+                   asian_support=o.asian_support)
+
+    def sentence_score(self, candidate: str, references: Sequence[Optional[str]]) -> float:
+        stats = self.segment_statistics(pa.array([candidate], pa.string()),
+                                        pa.array([list(references)], pa.list_(pa.string())))
+        return self.score(stats[0])

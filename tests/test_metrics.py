@@ -1,0 +1,351 @@
+"""The metric as the unit: every metric of the registry through every output; chrF and chrF++
+end to end against sacrebleu 2.6's CHRF on every (language pair, system) group of the sample,
+and TER against its TER on a slice of it."""
+import json
+import random
+from collections import defaultdict
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from sacrebleu.metrics.chrf import CHRF
+from sacrebleu.metrics.ter import TER
+
+from bleu_spark import BleuConfig, cli, metrics, statstable, views
+from bleu_spark.aggregate import AggregateOptions, run_aggregate
+from bleu_spark.errors import UsageError
+from bleu_spark.oracle import reference_streams
+from conftest import SAMPLE
+
+TOLERANCE = 1e-9
+ALL = tuple(metrics.REGISTRY)
+SACREBLEU_OPTIONS = {"chrf": {}, "chrf++": {"word_order": 2}}
+
+
+def default_metric(name):
+    return metrics.configured([name], cli.DEFAULTS, BleuConfig())[0]
+
+
+def statistics_row(metric, **values):
+    """A statistics row of `metric` (its measurement columns) as the views read one."""
+    return {"metric": metric.name, "tokenizer_signature": "13a", "tokenize": "13a",
+            "sacrebleu_version": "2.6.0", "min_refs": 1, "max_refs": 1, "n_segments": 3,
+            **metric.measurement(), **values}
+
+
+# --- the declarations, without a JVM -------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_metric_declares_what_the_outputs_need(name):
+    metric = default_metric(name)
+    assert metric.name == name and metrics.get(name) is type(metric)
+    names = metric.names
+    assert len(names) == len(set(names)) == metric.width > 0
+    for column in names:  # its columns are its own, statistics to every layer, and reserved
+        owners = [m for m in metrics.REGISTRY.values() if m.owns_column(column)]
+        assert type(metric) in owners and metrics.is_stat_column(column)
+        assert metrics.reserved_column(column)
+        assert all(issubclass(type(metric), o) or issubclass(o, type(metric)) for o in owners)
+    assert metrics.stat_order(list(reversed(names))) == names
+    assert set(metric.measurement()) == {"lowercase", "max_ngram_order", statstable.METRIC_OPTIONS}
+    again = metrics.of_row(statistics_row(metric), BleuConfig())
+    assert type(again) is type(metric) and again.names == names
+    assert set(metric.result_fields()) <= set(views.SCORE_TYPES)
+    assert {"score", "n_segments", "signature", "verbose"} <= set(metric.result_fields())
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_one_formula_scalar_and_vectorized(name):
+    """The vectorized score of many rows of sums is the scalar score of each, within 1e-12."""
+    metric = default_metric(name)
+    rng = np.random.default_rng(3)
+    sums = rng.integers(0, 60, size=(400, metric.width))
+    sums[::7] = 0  # rows with nothing
+    sums[1::9, ::2] = 0
+    vectorized = metric.scores(sums)
+    scalar = np.array([metric.score(row.tolist()) for row in sums])
+    assert np.allclose(vectorized, scalar, rtol=0, atol=1e-12)
+    from bleu_spark import bootstrap
+    assert np.array_equal(bootstrap.scores_of_sums(sums, metric), vectorized)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_metric_through_every_output(name, tmp_path):
+    """A statistics table of the metric's rows: scores, scores table, dashboard, intervals from
+    replicate sums, paired tests, the report and the console table, with no metric named by them."""
+    metric = default_metric(name)
+    rng = np.random.default_rng(5)
+    rows = []
+    for system in ("A", "B"):
+        stats = rng.integers(1, 40, size=(metric.width,))
+        replicates = rng.integers(1, 40, size=(50, metric.width))
+        rows.append({"system": system, **statistics_row(metric), "format_version": 2,
+                     "resampling": "poisson:50:1", "n_rejected": 0, "n_reference_segments": None,
+                     "segment_fingerprint": 7, **dict(zip(metric.names, stats.tolist())),
+                     "replicate_sums": replicates.reshape(-1).tolist(), "trial_sums": None})
+    table = pa.Table.from_pylist(rows)
+    for column in ("trial_sums", "n_reference_segments", "metric_options", "max_ngram_order"):
+        wanted = {"trial_sums": pa.list_(pa.int64()), "n_reference_segments": pa.int64(),
+                  "metric_options": pa.string(), "max_ngram_order": pa.int32()}[column]
+        index = table.schema.get_field_index(column)
+        table = table.set_column(index, column, table[column].cast(wanted))
+    from bleu_spark import bootstrap
+    resampling = bootstrap.Resampling(confidence=True, n_bootstrap=50, seed=1, paired_bs=True,
+                                      baseline="A")
+    scores = views.score_sets(table, [("system",)], BleuConfig(), resampling)
+    assert [r["metric"] for r in scores] == [name, name]
+    for row, source in zip(scores, rows):
+        sums = [source[n] for n in metric.names]
+        assert row["score"] == metric.score(sums)
+        assert row["ci_low"] <= row["ci_high"] and row["n_bootstrap"] == 50
+        assert row["signature"].startswith("nrefs:1|bs:50|seed:1|bsm:poisson|")
+    fields = views.group_fields(table, [("system",)])
+    assert views.scores_table(scores, fields)["metric"].to_pylist() == [name, name]
+    dashboard = views.dashboard_table(scores, fields, "run", "time")
+    assert dashboard["metric"].to_pylist() == [name, name]
+    assert [c for c in dashboard.column_names if metrics.is_stat_column(c)] == metric.names
+    assert dashboard[metric.names[0]].to_pylist() == [r[metric.names[0]] for r in rows]
+    paired, warnings = views.paired_rows(table, [("system",)], BleuConfig(), resampling)
+    assert [(p["metric"], p["system"]) for p in paired] == [(name, "B")] and not warnings
+    page = views.report_html(table, [("system",)], BleuConfig(), resampling=resampling)
+    assert f"{metric.title}</th>" in page
+    console = cli.format_table(scores, ["system"])
+    assert console.splitlines()[0].split()[:2] == ["system", "metric"] and name in console
+
+
+def test_options_are_checked_once_with_sacrebleus_names():
+    assert metrics.parse_names("BLEU, chrf++,chrf") == ("bleu", "chrf++", "chrf")
+    with pytest.raises(UsageError, match="unknown metric 'meteor'"):
+        metrics.parse_names("bleu,meteor")
+    with pytest.raises(UsageError, match="--chrf-char-order"):
+        metrics.configured(["chrf"], {"chrf_char_order": 11}, BleuConfig())
+    with pytest.raises(UsageError, match="at least 1"):
+        metrics.configured(["chrf"], {"chrf_char_order": 0}, BleuConfig())
+    plus = metrics.configured(["chrf++"], {"chrf_word_order": 0}, BleuConfig())[0]
+    assert plus.options.word_order == 2  # chrF++ is chrF with word order 2, whatever chrf's is
+
+
+def test_sentence_scores_are_sacrebleus():
+    rng = random.Random(2)
+    words = ["the", "cat", "sat", "on", "mat", "(a)", "dog,", "Über"]
+    for name in ("chrf", "chrf++", "ter"):
+        metric = default_metric(name)
+        theirs = TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])
+        for _ in range(30):
+            hyp = " ".join(rng.choices(words, k=rng.randint(0, 8)))
+            refs = [" ".join(rng.choices(words, k=rng.randint(1, 8))) for _ in range(rng.randint(1, 2))]
+            assert metric.sentence_score(hyp, refs) == pytest.approx(
+                theirs.sentence_score(hyp, refs).score, abs=TOLERANCE)
+
+
+# --- end to end on Spark --------------------------------------------------------------------------
+
+def sacrebleu_groups(table, options):
+    groups = defaultdict(list)
+    for row in table.to_pylist():
+        groups[row["langpair"], row["system"]].append(row)
+    out = {}
+    for key, rows in groups.items():
+        metric = CHRF(**options)
+        hyps, refs = [r["candidate"] for r in rows], [r["references"] for r in rows]
+        streams = reference_streams(refs)
+        score = metric.corpus_score(hyps, streams)
+        sums = np.sum(metric._extract_corpus_statistics(hyps, streams), axis=0)
+        out[key] = (score, sums.tolist(), str(metric.get_signature()))
+    return out
+
+
+def sacrebleu_ter_groups(table, options):
+    groups = defaultdict(list)
+    for row in table.to_pylist():
+        groups[row["langpair"], row["system"]].append(row)
+    out = {}
+    for key, rows in groups.items():
+        metric = TER(**options)
+        score = metric.corpus_score([r["candidate"] for r in rows],
+                                    reference_streams([r["references"] for r in rows]))
+        out[key] = (score, str(metric.get_signature()))
+    return out
+
+
+def chrf_statistics_of(stats, name):
+    rows = stats.filter(pc.equal(stats["metric"], name)).to_pylist()
+    metric = metrics.of_row(rows[0], None)
+    return {(r["langpair"], r["system"]): [r[c] for c in metric.names] for r in rows}
+
+
+@pytest.fixture(scope="module")
+def three_metrics(spark, tmp_path_factory):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    out = tmp_path_factory.mktemp("metrics") / "out"
+    return out, run_job(spark, JobOptions(input=SAMPLE, output=str(out), progress_seconds=0,
+                                          metrics=("bleu", "chrf", "chrf++")))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", ["chrf", "chrf++"])
+def test_chrf_equals_sacrebleu_on_every_group_of_the_sample(three_metrics, name):
+    out, result = three_metrics
+    theirs = sacrebleu_groups(pq.read_table(SAMPLE), SACREBLEU_OPTIONS[name])
+    ours = {(r["langpair"], r["system"]): r for r in result.scores if r["metric"] == name}
+    assert ours.keys() == theirs.keys() and len(ours) == 112
+    summed = chrf_statistics_of(result.stats, name)
+    for key, (score, sums, signature) in theirs.items():
+        assert abs(ours[key]["score"] - score.score) <= TOLERANCE, key
+        assert ours[key]["verbose"] == str(score)
+        assert ours[key]["signature"] == signature, key
+        assert summed[key] == sums, key
+    dashboard = pq.read_table(out / "dashboard").to_pylist()
+    assert sorted({r["metric"] for r in dashboard}) == ["bleu", "chrf", "chrf++"]
+    mine = [r for r in dashboard if r["metric"] == name]
+    assert len(mine) == 112 and all(r["chrf_c1_hyp"] is not None and r["sys_len"] is None for r in mine)
+    written = json.loads((out / "scores.json").read_text())
+    assert {r["metric"] for r in written} == {"bleu", "chrf", "chrf++"}
+
+
+@pytest.mark.spark
+def test_the_report_has_a_section_per_language_pair_and_metric(three_metrics):
+    from bleu_spark.report import render_report
+
+    _, result = three_metrics
+    page = render_report(result.scores, group_cols=["langpair", "system"])
+    for title in ("de-en · BLEU", "de-en · chrF", "de-en · chrF++"):
+        assert f"<h2>{title}</h2>" in page
+    assert page.count("<h2>") == 3 * 10
+    assert page.count('aria-label="interpretation bands"') == 1  # BLEU's, once
+
+
+@pytest.mark.spark
+def test_bleu_beside_other_metrics_is_bleu_alone(three_metrics, spark):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    _, result = three_metrics
+    alone = run_job(spark, JobOptions(input=SAMPLE, progress_seconds=0)).scores
+    together = [r for r in result.scores if r["metric"] == "bleu"]
+    assert len(alone) == 112 and together == alone
+    assert result.run["rows"]["scored"] == 17470 and result.run["groups"] == 3 * 112
+
+
+@pytest.mark.spark
+def test_non_default_chrf_options_on_a_slice(spark, tmp_path):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    table = pq.read_table(SAMPLE)
+    table = table.filter(pc.is_in(table["langpair"], pa.array(["de-en", "en-zh"])))
+    path = str(tmp_path / "slice.parquet")
+    pq.write_table(table, path)
+    settings = {"chrf_char_order": 4, "chrf_word_order": 1, "chrf_beta": 1, "chrf_lowercase": True,
+                "chrf_whitespace": True, "chrf_eps_smoothing": True}
+    result = run_job(spark, JobOptions(input=path, progress_seconds=0, metrics=("chrf",),
+                                       metric_settings=tuple(settings.items())))
+    options = {k[len("chrf_"):]: v for k, v in settings.items()}
+    theirs = sacrebleu_groups(table, options)
+    assert len(result.scores) == len(theirs)
+    for row in result.scores:
+        score, _, signature = theirs[row["langpair"], row["system"]]
+        assert abs(row["score"] - score.score) <= TOLERANCE and row["signature"] == signature
+        assert row["verbose"] == str(score) and row["tokenize"] is None
+
+
+@pytest.mark.spark
+def test_days_scored_apart_then_aggregated_equal_the_week_with_chrf(spark, tmp_path):
+    """Partitions of chrF and chrF++ statistics add up to the whole; intervals from the
+    replicate sums go through the same code for every metric."""
+    from bleu_spark.spark.job import JobOptions, run_job
+    from bleu_spark.bootstrap import Resampling
+    from test_scheduled import sample_week
+
+    table = sample_week()
+    table = table.filter(pc.equal(table["langpair"], "de-en"))
+    resampling = Resampling(confidence=True, n_bootstrap=100, seed=3)
+    options = dict(progress_seconds=0, metrics=("chrf", "chrf++", "bleu", "ter"), resampling=resampling)
+    out = tmp_path / "daily"
+    for date in sorted(set(table["run_date"].to_pylist())):
+        path = str(tmp_path / f"day-{date}.parquet")
+        pq.write_table(table.filter(pc.equal(table["run_date"], date)), path)
+        run_job(spark, JobOptions(input=path, output=str(out), partition_by=("run_date",), **options))
+    whole = str(tmp_path / "week.parquet")
+    pq.write_table(table, whole)
+    fresh = run_job(spark, JobOptions(input=whole, group_by=("langpair", "system"), **options)).scores
+    aggregated = run_aggregate(AggregateOptions(stats=str(out), group_by=("langpair", "system"),
+                                                output=str(tmp_path / "agg"), confidence=True)).scores
+    on_spark = run_aggregate(AggregateOptions(stats=str(out), group_by=("langpair", "system"),
+                                              output=str(tmp_path / "agg-spark"), confidence=True,
+                                              engine="spark"), spark).scores
+    assert on_spark == aggregated
+    key = lambda r: (r["langpair"], r["system"], r["metric"])
+    fresh, aggregated = {key(r): r for r in fresh}, {key(r): r for r in aggregated}
+    systems = set(table["system"].to_pylist())
+    assert fresh.keys() == aggregated.keys() and len(fresh) == 4 * len(systems) > 4
+    for k, row in fresh.items():
+        for field in ("score", "signature", "verbose", "n_segments", "ci_low", "ci_high", "bs_mean"):
+            assert aggregated[k][field] == row[field], (k, field)
+        assert row["ci_low"] <= row["score"] <= row["ci_high"] or row["metric"] in ("bleu", "ter")
+
+
+@pytest.mark.parametrize("name", ["chrf", "chrf++", "ter"])
+def test_sacrebleu_replay_of_a_chrf_interval(name, monkeypatch):
+    """The exact replay takes the metric's own sacrebleu counterpart: sacrebleu's chrF interval."""
+    from bleu_spark import bootstrap
+
+    table = pq.read_table(SAMPLE)
+    table = table.filter(pc.equal(table["langpair"], "de-en"))
+    table = table.filter(pc.equal(table["system"], table["system"][0]))
+    hyps, refs = table["candidate"].to_pylist(), table["references"].to_pylist()
+    metric = default_metric(name)
+    stats = metric.segment_statistics(table["candidate"], table["references"])
+    monkeypatch.setenv("SACREBLEU_SEED", "7")
+    ours = bootstrap.sacrebleu_interval(stats, metric, n_samples=200, seed=7)
+    theirs = (TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])).corpus_score(
+        hyps, reference_streams(refs), n_bootstrap=200)
+    assert ours.score == pytest.approx(theirs.score, abs=TOLERANCE)
+    assert ours.mean == pytest.approx(theirs._mean, abs=1e-6)
+    assert ours.halfwidth == pytest.approx(theirs._ci, abs=1e-6)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("settings", [{}, {"ter_case_sensitive": True, "ter_no_punct": True}])
+def test_ter_equals_sacrebleu_on_a_slice_of_the_sample(spark, tmp_path, settings):
+    """TER on two language pairs of the sample (one with two references for some segments):
+    score, edits, reference length and signature as sacrebleu's; lower ranks first."""
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    table = pq.read_table(SAMPLE)
+    table = table.filter(pc.is_in(table["langpair"], pa.array(["de-en", "en-zh"])))
+    path = str(tmp_path / "slice.parquet")
+    pq.write_table(table, path)
+    result = run_job(spark, JobOptions(input=path, output=str(tmp_path / "out"), progress_seconds=0,
+                                       metrics=("ter",), metric_settings=tuple(settings.items()),
+                                       report=True))
+    theirs = sacrebleu_ter_groups(table, {k[len("ter_"):]: v for k, v in settings.items()})
+    assert len(result.scores) == len(theirs)
+    assert any(r["signature"].startswith("nrefs:2") for r in result.scores)
+    for row in result.scores:
+        score, signature = theirs[row["langpair"], row["system"]]
+        assert abs(row["score"] - score.score) <= TOLERANCE and row["signature"] == signature
+        assert row["num_edits"] == score.num_edits
+        assert abs(row["ref_length"] - score.ref_length) <= 1e-9
+        assert row["verbose"] == str(score) and row["metric"] == "ter"
+    dashboard = pq.read_table(tmp_path / "out" / "dashboard")
+    assert set(dashboard["metric"].to_pylist()) == {"ter"}
+    assert "ter_edits" in dashboard.column_names and "sys_len" not in dashboard.column_names
+
+
+def test_metrics_and_their_options_from_flags_and_the_job_file(tmp_path):
+    job = tmp_path / "job.yaml"
+    job.write_text("input: in.parquet\noutput: out\nmetrics: [chrf++, ter]\nchrf_beta: 3\n"
+                   "ter-case-sensitive: true\n")
+    args = cli.build_parser().parse_args(["score", "--config", str(job), "--chrf-char-order", "4"])
+    options = cli.job_options(cli.effective_settings(args))
+    assert options.metrics == ("chrf++", "ter")
+    measured = metrics.configured(options.metrics, dict(options.metric_settings), options.config)
+    assert (measured[0].options.char_order, measured[0].options.beta, measured[0].options.word_order) == (4, 3, 2)
+    assert measured[1].options.case_sensitive
+    args = cli.build_parser().parse_args(["score", "--input", "x", "--output", "y", "--metrics", "bleu,chrf"])
+    assert cli.job_options(cli.effective_settings(args)).metrics == ("bleu", "chrf")
+    with pytest.raises(UsageError, match="unknown metric"):
+        cli.job_options(cli.effective_settings(cli.build_parser().parse_args(
+            ["score", "--input", "x", "--output", "y", "--metrics", "bleu,comet"])))
