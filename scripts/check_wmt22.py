@@ -1,11 +1,13 @@
 """Score a WMT-style table with the job and with sacrebleu 2.6, group by group, and compare.
 
     python scripts/check_wmt22.py [--input ../shared/data/wmt22.parquet] [--workdir DIR]
+                                  [--metrics bleu,chrf,chrf++,ter]
 
-Runs `bleu-spark score` as a whole process (auto tokenizer per language pair), then sacrebleu's
-`corpus_score` on each (langpair, system) group's rows ordered by seg_id, and prints one line per
-group; exits 1 if any score differs by more than 1e-9 or any count, total, length or signature
-differs.
+Runs `bleu-spark score --metrics ...` as a whole process (auto tokenizer per language pair),
+then sacrebleu's `corpus_score` of each metric on each (langpair, system) group's rows ordered
+by seg_id, and prints one line per group and metric, and the time of each side (the job's as a
+whole process, sacrebleu's per metric in this process); exits 1 if any score differs by more
+than 1e-9 or any signature differs (and for BLEU any count, total, length or text line).
 """
 import argparse
 import json
@@ -19,34 +21,51 @@ from collections import defaultdict
 import pyarrow.parquet as pq
 
 from bleu_spark import BleuConfig
-from bleu_spark.oracle import sacrebleu_score
+from bleu_spark.oracle import reference_streams, sacrebleu_score
 
 TOLERANCE = 1e-9
 EXACT_FIELDS = ("counts", "totals", "sys_len", "ref_len", "signature", "verbose")
 
 
-def job_scores(input_path: str, workdir: str) -> dict:
+def job_scores(input_path: str, workdir: str, metrics: str) -> dict:
     out = os.path.join(workdir, "scores")
-    cmd = [sys.executable, "-m", "bleu_spark", "score", "--input", input_path, "--output", out]
+    cmd = [sys.executable, "-m", "bleu_spark", "score", "--input", input_path, "--output", out,
+           "--metrics", metrics]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(out, "scores.json"), encoding="utf-8") as handle:
-        return {(r["langpair"], r["system"]): r for r in json.load(handle)}
+        return {(r["langpair"], r["system"], r.get("metric", "bleu")): r for r in json.load(handle)}
 
 
-def oracle_scores(input_path: str) -> dict:
+def _sacrebleu_metric(name: str):
+    from sacrebleu.metrics import CHRF, TER
+
+    return {"chrf": CHRF(), "chrf++": CHRF(word_order=2), "ter": TER()}[name]
+
+
+def oracle_scores(input_path: str, metrics) -> tuple:
+    """Per (langpair, system, metric): sacrebleu's score; and sacrebleu's seconds per metric."""
     rows = pq.read_table(input_path, columns=["langpair", "system", "seg_id", "candidate",
                                               "references"]).to_pylist()
     groups = defaultdict(list)
     for row in rows:
         groups[row["langpair"], row["system"]].append(row)
-    config = BleuConfig()
-    scores = {}
-    for (langpair, system), group in sorted(groups.items()):
+    for group in groups.values():
         group.sort(key=lambda r: r["seg_id"])
-        scores[langpair, system] = sacrebleu_score([r["candidate"] for r in group],
-                                                   [r["references"] for r in group],
-                                                   config, langpair=langpair)
-    return scores
+    scores, seconds = {}, {}
+    for metric in metrics:
+        start = time.time()
+        for (langpair, system), group in sorted(groups.items()):
+            hyps, refs = [r["candidate"] for r in group], [r["references"] for r in group]
+            if metric == "bleu":
+                scores[langpair, system, metric] = sacrebleu_score(hyps, refs, BleuConfig(),
+                                                                   langpair=langpair)
+                continue
+            theirs = _sacrebleu_metric(metric)
+            result = theirs.corpus_score(hyps, reference_streams(refs))
+            scores[langpair, system, metric] = {"score": result.score,
+                                                "signature": theirs.get_signature().format()}
+        seconds[metric] = time.time() - start
+    return scores, seconds
 
 
 def compare(job: dict, oracle: dict) -> list:
@@ -57,7 +76,8 @@ def compare(job: dict, oracle: dict) -> list:
         mine, ref = job[key], oracle[key]
         if abs(mine["score"] - ref["score"]) > TOLERANCE:
             problems.append(f"{key}: score {mine['score']!r} != {ref['score']!r}")
-        problems += [f"{key}: {f} {mine[f]!r} != {ref[f]!r}" for f in EXACT_FIELDS if mine[f] != ref[f]]
+        fields = EXACT_FIELDS if key[2] == "bleu" else ("signature",)
+        problems += [f"{key}: {f} {mine[f]!r} != {ref[f]!r}" for f in fields if mine[f] != ref[f]]
     return problems
 
 
@@ -65,22 +85,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", default="../shared/data/wmt22.parquet")
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--metrics", default="bleu", help="as the job's --metrics (default bleu)")
     args = parser.parse_args()
+    metrics = [m for m in args.metrics.split(",") if m]
     workdir = args.workdir or tempfile.mkdtemp(prefix="bleu-spark-check-")
     start = time.time()
-    job = job_scores(args.input, workdir)
+    job = job_scores(args.input, workdir, args.metrics)
     job_s = time.time() - start
-    oracle = oracle_scores(args.input)
-    oracle_s = time.time() - start - job_s
+    oracle, seconds = oracle_scores(args.input, metrics)
     for key in sorted(oracle):
         mine = job.get(key, {})
         diff = abs(mine.get("score", float("nan")) - oracle[key]["score"])
-        print(f"{key[0]}  {key[1]:<24} job {mine.get('score', float('nan')):9.4f}  "
+        print(f"{key[0]}  {key[1]:<24} {key[2]:<6} job {mine.get('score', float('nan')):9.4f}  "
               f"sacrebleu {oracle[key]['score']:9.4f}  |diff| {diff:.1e}  {oracle[key]['signature']}")
     problems = compare(job, oracle)
     max_diff = max(abs(job[k]["score"] - oracle[k]["score"]) for k in oracle if k in job)
-    print(f"\n{len(oracle)} groups, {sum(r['n_segments'] for r in job.values())} rows; "
-          f"max |score diff| {max_diff:.1e}; job {job_s:.1f} s, sacrebleu {oracle_s:.1f} s")
+    rows = sum(r["n_segments"] for k, r in job.items() if k[2] == metrics[0])
+    oracle_s = sum(seconds.values())
+    print(f"\n{len(oracle)} groups x metrics, {rows} rows; max |score diff| {max_diff:.1e}; "
+          f"job {job_s:.1f} s as a whole process, sacrebleu {oracle_s:.1f} s in this process ("
+          + ", ".join(f"{m} {s:.1f} s" for m, s in seconds.items())
+          + f"): {oracle_s / job_s:.1f}x")
     for problem in problems:
         print("MISMATCH", problem)
     print("IDENTICAL" if not problems else f"{len(problems)} MISMATCHES")
