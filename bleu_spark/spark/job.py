@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import re
+import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
@@ -324,6 +325,10 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         input_bytes = scan.bytes if scan else io.input_bytes(table.frame)
         # Spark's scan is split for balance here; an ArrowScan has its tasks already.
         splits = nullcontext() if scan else inputs.splits_sized(spark, rows_read, input_bytes)
+        if scan:  # known from the footers: said before the scoring, which it slows, not after
+            for warning in inputs.few_row_groups(scan.row_groups, rows_read,
+                                                 spark.sparkContext.defaultParallelism):
+                print(f"bleu-spark: warning: {warning}", file=sys.stderr, flush=True)
         with splits, Progress(spark, rows_read, options.progress_seconds,
                               after=_after_scoring(resampling)) as progress:
             measurement = Measurement(spark, table, options, progress.rows, rows_read, scan)
