@@ -349,3 +349,35 @@ def test_metrics_and_their_options_from_flags_and_the_job_file(tmp_path):
     with pytest.raises(UsageError, match="unknown metric"):
         cli.job_options(cli.effective_settings(cli.build_parser().parse_args(
             ["score", "--input", "x", "--output", "y", "--metrics", "bleu,comet"])))
+
+
+@pytest.mark.parametrize("langpair", ["de-en", "en-de"])
+@pytest.mark.parametrize("name", ["chrf", "chrf++", "ter"])
+def test_sacrebleu_replay_of_paired_tests_of_a_metric(name, langpair, monkeypatch):
+    """The exact replay's paired bootstrap and approximate randomization of chrF, chrF++ and TER
+    equal sacrebleu's own PairedTest of that metric, every system of a language pair against
+    the first."""
+    from sacrebleu.significance import PairedTest
+
+    from bleu_spark import bootstrap
+
+    table = pq.read_table(SAMPLE)
+    table = table.filter(pc.equal(table["langpair"], langpair)).sort_by([("system", "ascending"),
+                                                                        ("seg_id", "ascending")])
+    systems = sorted(set(table["system"].to_pylist()))
+    rows = {s: table.filter(pc.equal(table["system"], s)) for s in systems}
+    refs = rows[systems[0]]["references"].to_pylist()
+    metric = default_metric(name)
+    stats = {s: metric.segment_statistics(r["candidate"], r["references"]) for s, r in rows.items()}
+    monkeypatch.setenv("SACREBLEU_SEED", "7")
+    for test, draws in (("bs", 100), ("ar", 100)):
+        theirs_metric = TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])
+        named = [(s, rows[s]["candidate"].to_pylist()) for s in systems]
+        _, results = PairedTest(named, {name: theirs_metric}, reference_streams(refs),
+                                test_type=test, n_samples=draws)()
+        results = [v for k, v in results.items() if k != "System"][0]  # keyed by sacrebleu's name
+        for system, theirs in zip(systems[1:], results[1:]):
+            replay = bootstrap.sacrebleu_paired_bs if test == "bs" else bootstrap.sacrebleu_paired_ar
+            ours = replay(stats[systems[0]], stats[system], metric, draws, 7)
+            assert ours.delta == pytest.approx(theirs.score - results[0].score, abs=1e-9)
+            assert ours.p_value == pytest.approx(theirs.p_value, abs=1e-9), (name, test, system)
