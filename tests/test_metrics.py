@@ -381,3 +381,35 @@ def test_sacrebleu_replay_of_paired_tests_of_a_metric(name, langpair, monkeypatc
             ours = replay(stats[systems[0]], stats[system], metric, draws, 7)
             assert ours.delta == pytest.approx(theirs.score - results[0].score, abs=1e-9)
             assert ours.p_value == pytest.approx(theirs.p_value, abs=1e-9), (name, test, system)
+
+
+@pytest.mark.spark
+@pytest.mark.browser
+def test_the_report_in_chromium_ranks_each_metric_in_its_direction(spark, tmp_path):
+    """Opened as a person opens it: BLEU's sections rank the highest score first, TER's (lower
+    is better) the lowest first."""
+    from playwright.sync_api import sync_playwright
+
+    from bleu_spark.spark.job import JobOptions, run_job
+    from test_report import CHROMIUM_ARGS_OF, load_screenshot_module
+
+    table = pq.read_table(SAMPLE)
+    path = str(tmp_path / "in.parquet")
+    pq.write_table(table.filter(pc.is_in(table["langpair"], pa.array(["de-en", "en-de"]))), path)
+    out = tmp_path / "out"
+    run_job(spark, JobOptions(input=path, output=str(out), report=True, progress_seconds=0,
+                              metrics=("bleu", "ter")))
+    shot = load_screenshot_module()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shot.CHROMIUM, args=CHROMIUM_ARGS_OF(shot))
+        page = browser.new_page()
+        page.goto("file://" + str(out / "report.html"), wait_until="load")
+        titles = page.eval_on_selector_all("section h2", "ns => ns.map(n => n.textContent.trim())")
+        assert sorted(titles) == ["de-en · BLEU", "de-en · TER", "en-de · BLEU", "en-de · TER"]
+        for index, title in enumerate(titles):
+            scores = page.eval_on_selector_all(
+                f"#section-{index} table.scores tbody td.score",
+                "cells => cells.map(c => parseFloat(c.dataset.value))")
+            assert len(scores) > 5
+            assert scores == sorted(scores, reverse=title.endswith("BLEU")), title
+        browser.close()
