@@ -158,19 +158,21 @@ def test_grouping_sets_equal_separate_runs_per_set(spark, tmp_path):
 DOC = os.path.join(ROOT, "docs", "dashboard.md")
 
 
-def dashboard_sql() -> str:
+def dashboard_sql(metric: str = "BLEU") -> str:
     text = open(DOC, encoding="utf-8").read()
-    return re.search(r"```sql\n(-- BLEU of a slice.*?)```", text, re.S).group(1)
+    return re.search(rf"```sql\n(-- {metric} of a slice.*?)```", text, re.S).group(1)
 
 
 def test_the_dashboard_sql_of_the_docs_gives_the_jobs_score_on_duckdb_and_spark(spark, tmp_path):
-    """As written, on a result, on a partitioned folder (two days) and on an aggregate."""
+    """As written, for BLEU and TER, on a result, on a partitioned folder (two days) and on an
+    aggregate."""
     out = str(tmp_path / "out")
-    run_job(spark, JobOptions(input=SAMPLE, output=out, progress_seconds=0))
-    expected = run_aggregate(AggregateOptions(
+    metrics = ("bleu", "ter")
+    run_job(spark, JobOptions(input=SAMPLE, output=out, progress_seconds=0, metrics=metrics))
+    scored = run_aggregate(AggregateOptions(
         stats=out, group_by=("langpair",), where="system IN ('Online-A', 'Online-B')")).scores
-    expected = {r["langpair"]: r["score"] for r in expected}
-    assert len(expected) >= 5
+    expected = {m: {r["langpair"]: r["score"] for r in scored if r["metric"] == m} for m in metrics}
+    assert len(expected["bleu"]) >= 5 and expected["bleu"].keys() == expected["ter"].keys()
     daily = tmp_path / "daily"
     table = pq.read_table(SAMPLE)
     for day, parity in (("2026-01-01", 0), ("2026-01-02", 1)):
@@ -178,20 +180,21 @@ def test_the_dashboard_sql_of_the_docs_gives_the_jobs_score_on_duckdb_and_spark(
         rows = rows.append_column("run_date", pa.repeat(pa.scalar(day), rows.num_rows))
         pq.write_table(rows, tmp_path / f"{day}.parquet")
         run_job(spark, JobOptions(input=str(tmp_path / f"{day}.parquet"), output=str(daily),
-                                  partition_by=("run_date",), progress_seconds=0))
+                                  partition_by=("run_date",), progress_seconds=0, metrics=metrics))
     aggregated = str(tmp_path / "aggregated")
     run_aggregate(AggregateOptions(stats=str(daily), output=aggregated, group_by=("system", "langpair")))
-    for folder in (out, str(daily), aggregated):
+    for folder, metric in ((f, m) for f in (out, str(daily), aggregated) for m in metrics):
+        query = dashboard_sql(metric.upper())
         with duckdb.connect() as con:
             con.execute(f"CREATE VIEW dashboard AS SELECT * FROM read_parquet("
                         f"'{folder}/dashboard/**/*.parquet', hive_partitioning = true)")
-            on_duckdb = dict(con.execute(dashboard_sql()).fetchall())
+            on_duckdb = dict(con.execute(query).fetchall())
         spark.read.parquet(f"{folder}/dashboard").createOrReplaceTempView("dashboard")
-        on_spark = {r["langpair"]: r["bleu"] for r in spark.sql(dashboard_sql()).collect()}
+        on_spark = {r["langpair"]: r[metric] for r in spark.sql(query).collect()}
         for engine in (on_duckdb, on_spark):
-            assert engine.keys() == expected.keys(), folder
-            for langpair, score in expected.items():
-                assert engine[langpair] == pytest.approx(score, abs=1e-9), (folder, langpair)
+            assert engine.keys() == expected[metric].keys(), (folder, metric)
+            for langpair, score in expected[metric].items():
+                assert engine[langpair] == pytest.approx(score, abs=1e-9), (folder, metric, langpair)
 
 
 @pytest.mark.browser
