@@ -413,3 +413,22 @@ def test_the_report_in_chromium_ranks_each_metric_in_its_direction(spark, tmp_pa
             assert len(scores) > 5
             assert scores == sorted(scores, reverse=title.endswith("BLEU")), title
         browser.close()
+
+
+@pytest.mark.spark
+def test_grouping_sets_of_every_metric_equal_separate_runs(spark, tmp_path):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    table = pq.read_table(SAMPLE)
+    path = str(tmp_path / "in.parquet")
+    pq.write_table(table.filter(pc.is_in(table["langpair"], pa.array(["de-en", "cs-en"]))), path)
+    common = dict(input=path, progress_seconds=0, metrics=("bleu", "chrf", "ter"))
+    together = run_job(spark, JobOptions(grouping_sets=(("langpair", "system"), ("langpair",)),
+                                         **common)).scores
+    key = lambda r: (r["metric"], r["langpair"], r.get("system"))
+    for grouping_set in (("langpair", "system"), ("langpair",)):
+        alone = {key(r): r for r in run_job(spark, JobOptions(group_by=grouping_set, **common)).scores}
+        mine = {key(r): r for r in together if r["grouping"] == ",".join(sorted(grouping_set))}
+        assert mine.keys() == alone.keys() and {k[0] for k in mine} == {"bleu", "chrf", "ter"}
+        for k, row in mine.items():
+            assert (row["score"], row["signature"]) == (alone[k]["score"], alone[k]["signature"]), k
