@@ -26,6 +26,23 @@ REASONS = {
 }
 
 
+def scored_segments(hypotheses, references):
+    """(hypotheses, references, flat present references, their rows, references per row) of a
+    batch a metric scores: one chunk each, a hypothesis and a present reference in every row."""
+    combined = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in (hypotheses, references)]
+    hypotheses, references = combined
+    n = len(hypotheses)
+    if len(references) != n:
+        raise ValueError(f"{n} hypotheses but {len(references)} reference lists")
+    if hypotheses.null_count:
+        raise ValueError("a hypothesis in every row is needed: the hypotheses hold nulls")
+    flat, row = present_references(references)
+    n_refs = np.bincount(row, minlength=n)
+    if n and n_refs.min() == 0:
+        raise ValueError(f"a reference in every row is needed: row {int(np.argmin(n_refs))} has none")
+    return hypotheses, references, flat, row, n_refs
+
+
 def present_references(references: pa.Array) -> Tuple[pa.Array, np.ndarray]:
     """The references as sacrebleu uses them (null ones dropped, empty ones kept), flat and in
     order, with the row each belongs to. `references`: a list<string> array."""

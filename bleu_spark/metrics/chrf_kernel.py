@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..compiled import compiled, utf8_parts
-from ..rows import present_references
+from ..rows import scored_segments
 from ..tokenizers import _FNV_OFFSET, _FNV_PRIME, _SPACE, _rehashed, _slot
 
 _EPS = 1e-16  # sacrebleu's stand-in for a missing precision or recall, and a missing F
@@ -71,16 +71,8 @@ def chrf_statistics(hypotheses: pa.Array, references: pa.Array, options: ChrfOpt
     """int64 (n, 3 * (char_order + word_order)): each segment's statistics, sacrebleu's
     `CHRF(...)._extract_corpus_statistics` row for row. `hypotheses`: strings without nulls;
     `references`: lists of strings per segment, null entries dropped, each with one at least."""
-    hypotheses, references = _one_chunk(hypotheses), _one_chunk(references)
+    hypotheses, references, flat, row, n_refs = scored_segments(hypotheses, references)
     n = len(hypotheses)
-    if len(references) != n:
-        raise ValueError(f"{n} hypotheses but {len(references)} reference lists")
-    if hypotheses.null_count:
-        raise ValueError("a hypothesis is null")
-    flat, row = present_references(references)
-    n_refs = np.bincount(row, minlength=n)
-    if n and n_refs.min() == 0:
-        raise ValueError(f"segment {int(np.argmin(n_refs))} has no reference")
     ref_start = np.zeros(n + 1, np.int64)
     np.cumsum(n_refs, out=ref_start[1:])
     lines = pa.concat_arrays([hypotheses.cast(pa.large_string()), flat.cast(pa.large_string())])
@@ -105,10 +97,6 @@ def chrf_statistics(hypotheses: pa.Array, references: pa.Array, options: ChrfOpt
     if len(flat) == n:  # one reference a segment
         return per_reference
     return per_reference[_best_references(chrf_scores(per_reference, options), row, ref_start)]
-
-
-def _one_chunk(array):
-    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
 
 
 def _python_lower(lines: pa.Array) -> pa.Array:

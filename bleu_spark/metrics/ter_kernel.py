@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..compiled import compiled, utf8_parts
-from ..rows import present_references
+from ..rows import scored_segments
 from ..tokenizers import split_tokens
 
 
@@ -73,17 +73,8 @@ def ter_statistics(hypotheses: pa.Array, references: pa.Array,
 def ter_statistics_detail(hypotheses: pa.Array, references: pa.Array,
                           options: TerOptions = TerOptions()) -> TerDetail:
     """`ter_statistics`, with how many pairs of each segment reached the candidate cap."""
-    if isinstance(hypotheses, pa.ChunkedArray):
-        hypotheses = hypotheses.combine_chunks()
-    if isinstance(references, pa.ChunkedArray):
-        references = references.combine_chunks()
+    hypotheses, references, flat, row, n_refs = scored_segments(hypotheses, references)
     n = len(hypotheses)
-    if hypotheses.null_count:
-        raise ValueError("TER needs a hypothesis in every row: the hypotheses hold nulls")
-    flat, row = present_references(references)
-    n_refs = np.bincount(row, minlength=n)
-    if n and n_refs.min() == 0:
-        raise ValueError(f"TER needs a reference in every row: row {int(np.argmin(n_refs))} has none")
     encoded = flat.dictionary_encode()
     tokens = split_tokens(pa.concat_arrays([
         preprocess(hypotheses.cast(pa.large_string()), options),
