@@ -46,6 +46,7 @@ DASHBOARD_FIELDS = ("metric", "score", "n_segments", "n_rejected", "n_reference_
 RESERVED = frozenset([GROUPING, *SCORE_TYPES, *DASHBOARD_FIELDS, *statstable.MEASUREMENT,
                       statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
                       *statstable.SAMPLES, *statstable.FORMAT_1_SAMPLES, SEGMENT_ORDER,
+                      *statstable.SEGMENT_VALUES,
                       *(set(PAIRED_TYPES) - {"system"}), "method", "reason"])
 
 

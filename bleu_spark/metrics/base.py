@@ -15,6 +15,7 @@ console table work from these declarations alone:
 - `score(sums)` and `scores(matrix)`: ONE formula from summed statistics, scalar and
   vectorized over many rows of sums (bootstrap replicates, randomization trials);
 - `result(...)`: its result fields, signature and text line;
+- `sentence_scores(stats)`: each segment's sentence-level score, from its own statistics;
 - `sentence_score(...)`, `higher_is_better`, `title`, `bands` (how a person reads a score).
 """
 from __future__ import annotations
@@ -139,9 +140,18 @@ class Metric(ABC):
         """sacrebleu's own metric with these options, for the exact bootstrap replay."""
         raise NotImplementedError(f"{self.name}: no sacrebleu replay")
 
-    def sentence_score(self, candidate: str, references: Sequence[Optional[str]]) -> float:
+    def sentence_scores(self, stats: np.ndarray) -> np.ndarray:
+        """Each segment's sentence-level score (sacrebleu's `sentence_score`) from its own
+        statistics: float64, one per row of (n, width)."""
+        return self.scores(stats)
+
+    def sentence_score(self, candidate: str, references: Sequence[Optional[str]],
+                       tokenizer=None) -> float:
         """The sentence-level score of one segment, as sacrebleu's `sentence_score`."""
-        raise NotImplementedError
+        stats = self.segment_statistics(pa.array([candidate], pa.string()),
+                                        pa.array([list(references)], pa.list_(pa.string())),
+                                        tokenizer)
+        return float(self.sentence_scores(stats)[0])
 
     def interpretation(self, score: Optional[float]) -> Optional[str]:
         band = self.band(score)
