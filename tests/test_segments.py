@@ -3,7 +3,9 @@ statistics table, any slice scored by `aggregate` as a fresh run grouped that wa
 included), written by the tasks on both scans, partitions replaced alone."""
 import os
 import random
+import re
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -179,3 +181,66 @@ def test_segments_options_are_checked_before_any_work(tmp_path):
     pq.write_table(clash, path)
     with pytest.raises(UsageError, match="input_row"):
         preflight(JobOptions(input=path, output=str(tmp_path / "o"), segments=True))
+
+
+DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "segments.md")
+
+
+def segments_sql(title: str) -> str:
+    text = open(DOC, encoding="utf-8").read()
+    return re.search(rf"```sql\n(-- {title}.*?)```", text, re.S).group(1)
+
+
+def _on_both_engines(spark, folder: str, query: str):
+    with duckdb.connect() as con:
+        con.execute(f"CREATE VIEW segments AS SELECT * FROM read_parquet("
+                    f"'{folder}/segments/**/*.parquet', hive_partitioning = true)")
+        on_duckdb = [tuple(r) for r in con.execute(query).fetchall()]
+    spark.read.parquet(f"{folder}/segments").createOrReplaceTempView("segments")
+    on_spark = [tuple(r) for r in spark.sql(query).collect()]
+    return on_duckdb, on_spark
+
+
+def test_the_sql_of_the_docs_answers_on_duckdb_and_spark(spark, scored):
+    """Each query of docs/segments.md, as written, against the same answer made in Python."""
+    from bleu_spark import metrics
+    from bleu_spark.config import BleuConfig
+
+    folder, _, _ = scored
+    out = str(folder / "out")
+    rows = pq.read_table(os.path.join(out, "segments")).to_pylist()
+    assert "Online-B" in {r["system"] for r in rows}
+    chrf = [r for r in rows if r["metric"] == "chrf"]
+
+    worst = []
+    for key in sorted({(r["system"], r["langpair"]) for r in chrf}):
+        mine = sorted((r for r in chrf if (r["system"], r["langpair"]) == key),
+                      key=lambda r: (r["sentence_score"], r["segment_hash"]))[:5]
+        worst += [(r["system"], r["langpair"], r["input_row"], r["sentence_score"], r["candidate"])
+                  for r in mine]
+    for engine in _on_both_engines(spark, out, segments_sql("worst segments per system")):
+        assert engine == worst
+
+    baseline = {(r["langpair"], r["segment_hash"]): r["sentence_score"] for r in chrf
+                if r["system"] == "Online-B"}
+    losses = sorted(((r["system"], r["langpair"], r["segment_hash"],
+                      baseline[(r["langpair"], r["segment_hash"])] - r["sentence_score"])
+                     for r in chrf if r["system"] != "Online-B"
+                     and (r["langpair"], r["segment_hash"]) in baseline),
+                    key=lambda r: (-r[3], r[0], r[2]))[:20]
+    for engine in _on_both_engines(spark, out, segments_sql("regressions against a baseline")):
+        assert [r[:3] for r in engine] == [r[:3] for r in losses]
+        assert [r[3] for r in engine] == pytest.approx([r[3] for r in losses], abs=1e-12)
+
+    bleu = metrics.configured(["bleu"], {}, BleuConfig())[0]
+    bucket = lambda n: "short" if n < 15 else "medium" if n < 40 else "long"
+    sums = {}
+    for r in rows:
+        if r["metric"] == "bleu" and r["system"] == "Online-B":
+            key = (r["langpair"], bucket(r["sys_len"]))
+            sums[key] = sums.get(key, np.zeros(bleu.width, np.int64)) + [r[n] for n in bleu.names]
+    expected = {k: bleu.score(v) for k, v in sums.items()}
+    for engine in _on_both_engines(spark, out, segments_sql("BLEU by length bucket")):
+        assert {(r[0], r[1]) for r in engine} == set(expected) and len(expected) >= 4
+        for langpair, name, score in engine:
+            assert score == pytest.approx(expected[(langpair, name)], abs=1e-9)
