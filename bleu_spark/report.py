@@ -317,7 +317,8 @@ def _template_helpers(sections: Sequence[Section]) -> Dict[str, Any]:
 
 def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str = "bleu-spark report",
                   run: Optional[dict] = None, history: Optional[List[dict]] = None,
-                  time_col: Optional[str] = None, paired: Optional[List[dict]] = None) -> str:
+                  time_col: Optional[str] = None, paired: Optional[List[dict]] = None,
+                  drilldown: Optional[dict] = None) -> str:
     """One self-contained HTML page of the score rows (see the module doc); returns its text.
 
     `scores`: one dict per group (the group columns, score, n_segments, n_rejected, coverage,

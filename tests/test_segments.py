@@ -244,3 +244,41 @@ def test_the_sql_of_the_docs_answers_on_duckdb_and_spark(spark, scored):
         assert {(r[0], r[1]) for r in engine} == set(expected) and len(expected) >= 4
         for langpair, name, score in engine:
             assert score == pytest.approx(expected[(langpair, name)], abs=1e-9)
+
+
+def test_the_reports_drilldown_is_bounded_and_right(spark, scored, monkeypatch):
+    """Per group and metric: the worst segments (TER's highest), the largest losses against
+    the baseline on the same segment, and at most POINTS score pairs, as Python finds them."""
+    from bleu_spark.spark import drilldown
+
+    monkeypatch.setattr(drilldown, "POINTS", 50)  # fewer than a group's segments: the bound holds
+
+    folder, _, _ = scored
+    path = str(folder / "out" / "segments")
+    frame = drilldown.read(spark, path, (), {})
+    found = drilldown.highlights(frame, ("system", "langpair"), ("input_file", "input_row"),
+                                 ("candidate", "references"), "Online-B")
+    rows = pq.read_table(path).to_pylist()
+    worse = lambda r: r["sentence_score"] if r["metric"] == "ter" else -r["sentence_score"]
+    groups = sorted({(r["system"], r["langpair"], r["metric"]) for r in rows})
+    expected = []
+    for key in groups:
+        mine = [r for r in rows if (r["system"], r["langpair"], r["metric"]) == key]
+        expected += sorted(mine, key=lambda r: (-worse(r), r["segment_hash"]))[:drilldown.WORST]
+    shown = lambda r: (r["system"], r["langpair"], r["metric"], r["input_row"], r["candidate"])
+    assert sorted(map(shown, found["worst"])) == sorted(map(shown, expected))
+    base = {(r["langpair"], r["metric"], r["segment_hash"]): r for r in rows if r["system"] == "Online-B"}
+    for loss in found["losses"]:
+        other = base[(loss["langpair"], loss["metric"], loss["segment_hash"])]
+        assert loss["baseline_score"] == other["sentence_score"] and loss["loss"] > 0
+        assert loss["loss"] == pytest.approx(worse(loss) - worse(other))
+    per_group = {}
+    for point in found["points"]:
+        key = (point["system"], point["langpair"], point["metric"])
+        per_group[key] = per_group.get(key, 0) + 1
+    paired = {}
+    for r in rows:
+        if r["system"] != "Online-B" and (r["langpair"], r["metric"], r["segment_hash"]) in base:
+            key = (r["system"], r["langpair"], r["metric"])
+            paired[key] = paired.get(key, 0) + 1
+    assert per_group == {k: min(n, drilldown.POINTS) for k, n in paired.items()} and len(paired) > 4

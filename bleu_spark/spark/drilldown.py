@@ -48,14 +48,14 @@ def highlights(frame: DataFrame, group_cols: Sequence[str], key_cols: Sequence[s
     segment, and `points`: up to POINTS (baseline, system) sentence-score pairs per group.
     Segments are the same by their key, or without one (`key_cols` a row's position) by their
     hash, which is of their references."""
-    key_cols = [SEGMENT_HASH] if tuple(key_cols) == POSITION else list(key_cols)
+    pair_on = [SEGMENT_HASH] if tuple(key_cols) == POSITION else list(key_cols)
     by = [*group_cols, "metric"]
     shown = [*by, *[c for c in key_cols if c not in by], *text_cols, SENTENCE_SCORE, SEGMENT_HASH]
     rows = frame.select(*dict.fromkeys(shown))
     found = {"worst": _collected(_top(rows, by, _badness(SENTENCE_SCORE).desc(), WORST), shown)}
     if baseline is None or "system" not in group_cols:
         return found
-    same = [c for c in (*group_cols, *key_cols, "metric") if c != "system"]
+    same = [c for c in (*group_cols, *pair_on, "metric") if c != "system"]
     base = frame.where(F.col("system") == baseline).select(
         *dict.fromkeys(same), F.col(SENTENCE_SCORE).alias(BASELINE_SCORE))
     paired = rows.where(F.col("system") != baseline).join(base, on=list(dict.fromkeys(same)))

@@ -26,7 +26,7 @@ from ..config import AUTO, BleuConfig
 from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..segments import SegmentsPlan
-from . import inputs, io
+from . import drilldown, inputs, io
 from .progress import Progress
 from .scan import ArrowScan, arrow_scan
 from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, METRIC, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
@@ -403,8 +403,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             write_start = time.time()
             if measurement.rejected:
                 write_rejected(measurement.rejected_frame(), output, options.partition_by)
+            drill = _drilldown(spark, plan, schema, resampling) if options.report else None
             views.write_views(output, measurement.stats, scores, measurement.sets, options.config,
-                              run, options.report, resampling, measurement.segments, paired)
+                              run, options.report, resampling, measurement.segments, paired, drill)
             timings["write_s"] = time.time() - write_start
         timings["total_s"] = time.time() - started
         run["timings"] = timings
@@ -413,7 +414,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             # the commit's lock, before any move, so a group it cannot score leaves DIR as it was.
             hashed = resampling if resampling.method == bootstrap.POISSON else None
             report = (lambda staged: views.write_partitioned_report(
-                staged, measurement.stats, measurement.sets, options.config, run, hashed)) \
+                staged, measurement.stats, measurement.sets, options.config, run, hashed, drill)) \
                 if options.report and options.partition_by else None
             output.commit(run, report)
         return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)
@@ -424,6 +425,21 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if unreadable is not None:
             raise unreadable from None
         raise
+
+
+def _drilldown(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
+               resampling: bootstrap.Resampling) -> Optional[dict]:
+    """What the report shows of this run's segments (`--segments`), read back from where the
+    tasks wrote them; None without them."""
+    if plan.segments is None:
+        return None
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    where = plan.segments
+    types = {c: str(to_arrow_type(schema[c].dataType)) for c in where.partition_by}
+    frame = drilldown.read(spark, where.uri, where.partition_by, types)
+    return drilldown.highlights(frame, plan.group_cols, where.key_cols,
+                                [name for name, _ in where.carried], resampling.baseline)
 
 
 def write_rejected(frame: DataFrame, output, partition_by: Sequence[str]) -> None:
