@@ -238,8 +238,10 @@ class _Segments:
         columns.update({name: batch.column(source).take(take) for name, source in segments.carried})
         names = tokenize.take(take)
         settings = metric.measurement()
+        distinct = pc.unique(names)
+        signatures = pa.array([self._signature(t) for t in distinct.to_pylist()], pa.string())
         measurement = statstable.measurement_columns(
-            len(rows), names, pa.array([self._signature(t) for t in names.to_pylist()], pa.string()),
+            len(rows), names, signatures.take(pc.index_in(names, distinct)),
             settings["lowercase"], settings["max_ngram_order"], segments.resampling, metric.name,
             settings["metric_options"])
         own = stats[rows]
