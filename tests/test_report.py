@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from bleu_spark import corpus_bleu
-from bleu_spark.report import interpretation, render_report
+from bleu_spark.metrics import REGISTRY
+from bleu_spark.report import TOP, interpretation, render_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCREENSHOT = os.path.join(ROOT, "scripts", "report_screenshot.py")
@@ -20,6 +21,9 @@ SAMPLE = os.path.join(ROOT, "samples", "wmt22_sample.parquet")
 LANGPAIRS = ["cs-en", "de-en", "en-de"]
 GROUP_COLS = ["langpair", "system"]
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
+BLEU_BANDS = REGISTRY["bleu"].bands
+# Columns of a section's scores table (1-based, as CSS counts them), with no coverage column.
+RANK, SYSTEM, SCORE, N_SEGMENTS, N_REJECTED = 1, 2, 3, 4, 5
 
 
 def load_screenshot_module():
@@ -82,11 +86,15 @@ BAND_AT = [
 
 @pytest.mark.parametrize("score,band", BAND_AT)
 def test_interpretation_at_band_boundaries(score, band):
-    assert interpretation(score) == band
+    assert interpretation(score, BLEU_BANDS) == band
 
 
 def test_interpretation_of_no_score_is_none():
-    assert interpretation(None) is None
+    assert interpretation(None, BLEU_BANDS) is None
+
+
+def test_a_metric_without_bands_has_no_interpretation():
+    assert interpretation(75.0, REGISTRY["ter"].bands) is None
 
 
 def test_report_module_does_not_import_pyspark():
@@ -166,16 +174,18 @@ def test_every_system_has_a_row_and_a_bar_ranked_by_score(open_report, scores):
     assert report.texts("section h2") == sorted(LANGPAIRS)
     for number, rows in enumerate(sections):
         ranked = [r["system"] for r in sorted(rows, key=lambda r: -r["score"])]
-        assert report.column(number, 1) == ranked
-        assert report.column(number, 2) == [f"{r['score']:.2f}" for r in sorted(rows, key=lambda r: -r["score"])]
+        assert report.column(number, SYSTEM) == ranked
+        assert report.column(number, SCORE) == [f"{r['score']:.2f}" for r in sorted(rows, key=lambda r: -r["score"])]
+        assert report.column(number, RANK) == [str(i) for i in range(1, len(rows) + 1)]
         bars = report.page.eval_on_selector_all(
             f"#bars-{number} .barlayer .point path",
             "paths => paths.map(p => { const box = p.getBoundingClientRect(); return [box.top, box.width]; })")
         assert len(bars) == len(rows)
         widths_top_down = [width for _, width in sorted(bars)]
         assert widths_top_down == sorted(widths_top_down, reverse=True) and widths_top_down[-1] > 0
+        # a bar is labelled by its score alone: its band is its colour, named once in the legend
         labels = report.texts(f"#bars-{number} .annotation-text")
-        assert sorted(labels) == sorted(f"{r['score']:.2f}  {interpretation(r['score'])}" for r in rows)
+        assert sorted(labels) == sorted(f"{r['score']:.2f}" for r in rows)
 
 
 @pytest.mark.browser
@@ -201,19 +211,19 @@ def test_a_header_click_sorts_ascending_then_descending(open_report, scores, sam
     short = score_row("cs-en", "Online-W (9 segments)", sample_rows[("cs-en", "Online-W")][:9])
     rows = [r for r in scores if r["langpair"] == "cs-en"] + [short]
     report = open_report(rows, group_cols=GROUP_COLS)
-    before = report.column(0, 1)
-    ranked = [float(text) for text in report.column(0, 2)]
+    before = report.column(0, SYSTEM)
+    ranked = [float(text) for text in report.column(0, SCORE)]
     header = report.page.locator("#section-0 table.scores th", has_text="n_segments")
     header.click()
-    assert report.column(0, 4)[0] == "9" and report.column(0, 1)[0] == short["system"]
+    assert report.column(0, N_SEGMENTS)[0] == "9" and report.column(0, SYSTEM)[0] == short["system"]
     report.page.locator("#section-0 table.scores th", has_text="BLEU").click()
-    ascending = [float(text) for text in report.column(0, 2)]
+    ascending = [float(text) for text in report.column(0, SCORE)]
     assert ascending == sorted(ranked) != ranked
     report.page.locator("#section-0 table.scores th", has_text="BLEU").click()
-    descending = [float(text) for text in report.column(0, 2)]
+    descending = [float(text) for text in report.column(0, SCORE)]
     assert descending == ranked
     report.page.locator("#section-0 table.scores th", has_text="system").click()
-    assert report.column(0, 1) == sorted(before, key=str.lower) != before
+    assert report.column(0, SYSTEM) == sorted(before, key=str.lower) != before
 
 
 @pytest.mark.browser
@@ -221,11 +231,13 @@ def test_bands_at_boundary_scores_are_shown(open_report, scores):
     real = scores[0]
     rows = [dict(real, system=f"at {score}", score=score) for score, _ in BAND_AT]
     report = open_report(rows, group_cols=GROUP_COLS)
-    shown = dict(zip(report.column(0, 1), report.column(0, 3)))
-    assert shown == {f"at {score}": band for score, band in BAND_AT}
+    # each row's band is its swatch's colour, named in the swatch's title and once in the legend
+    names = report.page.eval_on_selector_all("#section-0 td.score .swatch", "ns => ns.map(n => n.title)")
+    assert dict(zip(report.column(0, SYSTEM), names)) == {f"at {score}": band for score, band in BAND_AT}
     legend = " ".join(report.texts(".legend li"))
+    text = report.page.inner_text("main")
     for _, band in BAND_AT:
-        assert band in legend
+        assert band in legend and text.count(band) == 1
 
 
 @pytest.mark.browser
@@ -279,7 +291,7 @@ def test_hostile_names_are_shown_as_text(open_report, scores):
     report.page.wait_for_timeout(200)  # an onerror of a broken image would have run by now
     assert report.page.evaluate("window.pwned") is None
     assert report.count("img") == 0 and report.count("main script, main b") == 0
-    assert sorted(report.column(0, 1)) == sorted(HOSTILE)
+    assert sorted(report.column(0, SYSTEM)) == sorted(HOSTILE)
     assert sorted(report.texts("#bars-0 .ytick text")) == sorted(HOSTILE)
     assert report.texts("h1") == ['<img src=x onerror="window.pwned = 3">']
 
@@ -290,7 +302,8 @@ def test_flags_for_rejections_coverage_and_unscored_groups(open_report, scores):
     rows[0].update(n_rejected=4, coverage=0.9737)
     rows[1].update(score=None, signature=None, verbose=None, n_segments=0, n_rejected=151)
     report = open_report(rows, group_cols=GROUP_COLS)
-    table = dict(zip(report.column(0, 1), zip(report.column(0, 2), report.column(0, 5), report.column(0, 6))))
+    # a coverage column (5) is shown, as a row has a coverage
+    table = dict(zip(report.column(0, SYSTEM), zip(report.column(0, SCORE), report.column(0, 5), report.column(0, 6))))
     assert table[rows[0]["system"]] == (f"{rows[0]['score']:.2f}", "⚠ 97.4%", "⚠ 4")
     assert table[rows[1]["system"]] == ("—", "—", "⚠ 151")
     assert report.count("#bars-0 .barlayer .point path") == len(rows) - 1
@@ -330,6 +343,6 @@ def test_paired_tests_star_the_significant(open_report, scores):
 def test_one_section_without_a_langpair_column(open_report, scores):
     rows = [{k: v for k, v in r.items() if k != "langpair"} for r in scores if r["langpair"] == "cs-en"]
     report = open_report(rows, group_cols=["system"])
-    assert report.texts("section h2") == ["All groups"]
-    assert sorted(report.column(0, 1)) == sorted(r["system"] for r in rows)
+    assert report.texts("section h2") == ["All systems"]
+    assert sorted(report.column(0, SYSTEM)) == sorted(r["system"] for r in rows)
     assert report.count("#bars-0 .barlayer .point path") == len(rows)
