@@ -343,7 +343,9 @@ def _shade(score: float, scores: Sequence[float], higher_is_better: bool) -> int
     """The shade of a score among its column's: 0 for the worst .. len(SHADES)-1 for the best.
     Within a column only: scores of other language pairs are of other test sets."""
     low, high = min(scores), max(scores)
-    place = 1.0 if high == low else (score - low) / (high - low)
+    if high == low:  # nothing to compare it with (one system): the middle shade
+        return len(SHADES) // 2
+    place = (score - low) / (high - low)
     return round((place if higher_is_better else 1.0 - place) * (len(SHADES) - 1))
 
 
