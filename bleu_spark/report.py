@@ -463,6 +463,8 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
     """
     group_cols = list(group_cols)
     sections = _sections(scores, group_cols)
+    # Each step fills one view of every section; another view (a table of worst segments, say) is
+    # another step, and a block in the section's template that folds past TOP as the scores do.
     _attach_paired(sections, group_cols, paired)  # first: the bars mark the baseline
     _attach_charts(sections, group_cols, history, time_col)
     by_langpair = LANGPAIR in group_cols
