@@ -379,8 +379,11 @@ def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig
     if partition_by:
         time_col = partition_by[0]
         history = score_sets(stats, [(time_col, *shown)], config)
+    # The header names the partitions the page covers: its run facts are the last run's alone.
+    partitions = {c: stats[c].unique().to_pylist() for c in partition_by}
     return render_report(scores, group_cols=list(shown), title=title, run=run,
-                         history=history, time_col=time_col, paired=paired, drilldown=drilldown)
+                         history=history, time_col=time_col, paired=paired, partitions=partitions,
+                         drilldown=drilldown)
 
 
 def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[GroupingSet],

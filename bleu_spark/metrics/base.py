@@ -16,7 +16,8 @@ console table work from these declarations alone:
   vectorized over many rows of sums (bootstrap replicates, randomization trials);
 - `result(...)`: its result fields, signature and text line;
 - `sentence_scores(stats)`: each segment's sentence-level score, from its own statistics;
-- `sentence_score(...)`, `higher_is_better`, `title`, `bands` (how a person reads a score).
+- `sentence_score(...)`, `higher_is_better`, `title`, `bands` and `bands_source` (how a person
+  reads a score, and on whose authority).
 """
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ class Metric(ABC):
     higher_is_better: ClassVar[bool] = True
     uses_tokenizer: ClassVar[bool] = False   # statistics follow the row's tokenizer (--tokenize)
     bands: ClassVar[Tuple[Band, ...]] = ()   # interpretation bands, highest first; () for none
+    # Where the bands come from, as (text, address): a reader weighs a band by its source.
+    bands_source: ClassVar[Tuple[str, str]] = ("", "")
     # The fields `result` gives (each a score row's field), with their Arrow types.
     result_types: ClassVar[Mapping[str, pa.DataType]] = {}
     # Group columns may not start with these (statistic columns of the metric have them).

@@ -216,6 +216,8 @@ class Bleu(Metric):
     name = "bleu"
     title = "BLEU"
     bands = BANDS
+    bands_source = ("the rough guide of Google Cloud's AutoML Translation documentation, "
+                    "\"Evaluating models\"", "https://cloud.google.com/translate/automl/docs/evaluate")
     uses_tokenizer = True
     result_types = {"score": pa.float64(), "counts": pa.list_(pa.int64()),
                     "totals": pa.list_(pa.int64()), "precisions": pa.list_(pa.float64()),
