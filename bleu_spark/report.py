@@ -96,6 +96,7 @@ class Section:
     groups: List[Group]      # ranked by score, best first; groups without a score last
     charts: List[Dict[str, Any]] = field(default_factory=list)
     paired: List[Dict[str, Any]] = field(default_factory=list)
+    segments: List["Segments"] = field(default_factory=list)  # per group, with --segments
     metric: Any = None       # the metric of its scores (title, bands, direction)
     anchor: str = ""         # its element id, which the overview and the contents link to
     noun: Tuple[str, str] = ("group", "groups")
@@ -321,6 +322,90 @@ def _attach_paired(sections: List[Section], group_cols: Sequence[str], paired: O
             group.baseline = group.values.get(SYSTEM) in baselines
 
 
+# ---- segments (--segments): per group the worst, and the losses against the baseline ----
+
+SEGMENTS_SHOWN = 10        # a group's worst segments and largest losses shown
+SENTENCE_SCORE, BASELINE_SCORE, LOSS = "sentence_score", "baseline_score", "loss"
+INPUT_FILE = "input_file"  # a segment's file, when its position in it names it
+
+
+@dataclass
+class Segments:
+    """One group's segments the page shows: its worst, and where it lost most to the baseline."""
+    label: str
+    worst: List[Dict[str, Any]]
+    losses: List[Dict[str, Any]]
+
+
+def _segment_text(value: Any) -> str:
+    """A carried value as text: a list (the references) one item after another."""
+    if isinstance(value, (list, tuple)):
+        return " ‖ ".join(_text(v) for v in value)
+    return _text(value)
+
+
+def _by_label(rows: Sequence[dict], section: Section, label_cols: Sequence[str],
+              by_langpair: bool) -> Dict[str, List[dict]]:
+    mine: Dict[str, List[dict]] = {}
+    for row in rows:
+        if _metric_name(row) == section.metric.name and (not by_langpair or row.get(LANGPAIR) == section.key):
+            mine.setdefault(_label({c: row.get(c) for c in label_cols}, label_cols), []).append(row)
+    return mine
+
+
+def _scatter(section: Section, points: Dict[str, List[dict]], baseline: str) -> Optional[go.Figure]:
+    """Each shown group's segment scores against the baseline's on the same segments."""
+    traces = [go.Scatter(x=[p[BASELINE_SCORE] for p in points[g.label]],
+                           y=[p[SENTENCE_SCORE] for p in points[g.label]], mode="markers",
+                           name=_plotly_text(g.label), marker=dict(size=5, opacity=0.6),
+                           hovertemplate=f"{_plotly_text(g.label)}: %{{y:.1f}} against %{{x:.1f}}<extra></extra>")
+              for g in section.top if g.label in points]
+    if not traces:
+        return None
+    values = [v for t in traces for v in (*t.x, *t.y)]
+    end = max(100.0, max(values))
+    diagonal = go.Scatter(x=[0, end], y=[0, end], mode="lines", hoverinfo="skip", showlegend=False,
+                          line=dict(color="#adb5bd", dash="dot"))
+    title = section.metric.title
+    return go.Figure([diagonal, *traces], _layout(
+        height=420, xaxis=dict(title=f"{title} of {_plotly_text(baseline)} (baseline), per segment",
+                               range=[-2, end + 2]),
+        yaxis=dict(title=f"{title} of the system, same segment", range=[-2, end + 2]), showlegend=True))
+
+
+def _segment_columns(drilldown: Optional[dict]) -> Tuple[List[str], Optional[str]]:
+    """The columns that name and show a segment, and the one input file they all come from
+    (named once above the tables, not on every row), if they do."""
+    columns = list((drilldown or {}).get("columns", []))
+    rows = [r for kind in ("worst", "losses") for r in (drilldown or {}).get(kind, [])]
+    files = {r.get(INPUT_FILE) for r in rows}
+    if INPUT_FILE in columns and len(files) == 1:
+        return [c for c in columns if c != INPUT_FILE], _text(files.pop())
+    return columns, None
+
+
+def _attach_segments(sections: List[Section], group_cols: Sequence[str], drilldown: Optional[dict]) -> None:
+    """Each section's worst segments and losses per group, and its segment scores against the
+    baseline's as a scatter (`--segments`)."""
+    if not drilldown:
+        return
+    by_langpair = LANGPAIR in group_cols
+    label_cols = _label_columns(group_cols, by_langpair)
+    baseline = drilldown.get("baseline")
+    for number, section in enumerate(sections):
+        worst = _by_label(drilldown.get("worst", []), section, label_cols, by_langpair)
+        losses = _by_label(drilldown.get("losses", []), section, label_cols, by_langpair)
+        sign = 1.0 if section.metric.higher_is_better else -1.0
+        section.segments = [
+            Segments(g.label, sorted(worst.get(g.label, []), key=lambda r: sign * r[SENTENCE_SCORE])[:SEGMENTS_SHOWN],
+                     sorted(losses.get(g.label, []), key=lambda r: -r[LOSS])[:SEGMENTS_SHOWN])
+            for g in section.groups if g.label in worst or g.label in losses]
+        points = _by_label(drilldown.get("points", []), section, label_cols, by_langpair)
+        scatter = _scatter(section, points, baseline) if points and baseline else None
+        if scatter is not None:
+            section.charts.append(dict(id=f"scatter-{number}", kind="scatter", figure=_figure_json(scatter)))
+
+
 # ---- the overview: groups x language pairs, a matrix per metric ----
 
 @dataclass
@@ -461,13 +546,17 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
     `metric` (BLEU when they do not): a section per language pair and metric, each with its
     metric's title, interpretation bands and ranking direction. `partitions`: the values of
     each partition column the scores cover (a partitioned folder's report), shown in the header.
+    `drilldown`: the run's segments to show (`spark.drilldown.highlights`: `columns`, `worst`,
+    and with a baseline `losses` and `points`).
     """
     group_cols = list(group_cols)
     sections = _sections(scores, group_cols)
-    # Each step fills one view of every section; another view (a table of worst segments, say) is
-    # another step, and a block in the section's template that folds past TOP as the scores do.
+    # Each step fills one view of every section, and the section's template has a block for it
+    # that folds past TOP as the scores do.
     _attach_paired(sections, group_cols, paired)  # first: the bars mark the baseline
     _attach_charts(sections, group_cols, history, time_col)
+    _attach_segments(sections, group_cols, drilldown)
+    segment_columns, segment_file = _segment_columns(drilldown)
     by_langpair = LANGPAIR in group_cols
     return _ENVIRONMENT.get_template("report.html.j2").render(
         title=title, sections=sections, run_facts=_run_facts(run),
@@ -477,7 +566,9 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
         table_cols=[c for c in group_cols if not (by_langpair and c == LANGPAIR)] or group_cols,
         paired_cols=[c for c in _paired_columns(paired) if not (by_langpair and c == LANGPAIR)],
         figures={c["id"]: c["figure"] for section in sections for c in section.charts},
-        plotly_js=get_plotlyjs(), missing=MISSING, significance=SIGNIFICANCE, top=TOP)
+        plotly_js=get_plotlyjs(), missing=MISSING, significance=SIGNIFICANCE, top=TOP,
+        segment_columns=segment_columns, segment_file=segment_file, segment_text=_segment_text,
+        segment_baseline=(drilldown or {}).get("baseline"))
 
 
 def _paired_columns(paired: Optional[Sequence[dict]]) -> List[str]:

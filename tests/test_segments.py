@@ -282,3 +282,50 @@ def test_the_reports_drilldown_is_bounded_and_right(spark, scored, monkeypatch):
             key = (r["system"], r["langpair"], r["metric"])
             paired[key] = paired.get(key, 0) + 1
     assert per_group == {k: min(n, drilldown.POINTS) for k, n in paired.items()} and len(paired) > 4
+
+
+HOSTILE = "</script><script>window.pwned = 1</script><b>bold</b>"
+
+
+@pytest.mark.browser
+def test_the_report_shows_segments_as_text_and_their_scatter(spark, tmp_path):
+    """Opened in Chromium: each system's worst segments and losses against the baseline, a
+    scatter of its segment scores against the baseline's, and a hostile segment as text."""
+    from playwright.sync_api import sync_playwright
+    from test_report import load_screenshot_module
+
+    table = domain_table()
+    table = table.filter(pc.equal(table["langpair"], "de-en"))
+    candidates = table["candidate"].to_pylist()
+    first = table["system"].to_pylist().index("Online-A")
+    candidates[first] = HOSTILE  # scores about 0: among Online-A's worst, and a loss
+    table = table.set_column(table.schema.get_field_index("candidate"), "candidate", pa.array(candidates))
+    path = str(tmp_path / "in.parquet")
+    pq.write_table(table, path)
+    out = tmp_path / "out"
+    run_job(spark, JobOptions(input=path, output=str(out), metrics=("bleu", "ter"), segments=True,
+                              segments_columns=("source", "candidate", "references"), report=True,
+                              resampling=Resampling(paired_bs=True, baseline="Online-B", n_bootstrap=50),
+                              progress_seconds=0))
+    shot = load_screenshot_module()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shot.CHROMIUM, args=shot.CHROMIUM_ARGS)
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto("file://" + str(out / "report.html"), wait_until="load")
+        systems = set(table["system"].to_pylist())
+        for section in ("#section-0", "#section-1"):  # de-en BLEU, de-en TER
+            summaries = page.eval_on_selector_all(f"{section} details.segments > summary",
+                                                  "ns => ns.map(n => n.textContent.trim())")
+            assert set(summaries) == systems
+            points = page.eval_on_selector_all(f"{section} .chart.scatter .scatterlayer path.point",
+                                               "ns => ns.length")
+            assert points > 100
+        cells = page.eval_on_selector_all("table.segments td", "ns => ns.map(n => n.textContent)")
+        assert HOSTILE in cells
+        assert page.evaluate("window.pwned") is None and errors == []
+        assert page.eval_on_selector_all("table.segments td b", "ns => ns.length") == 0
+        headings = page.eval_on_selector_all("#section-1 details.segments h4", "ns => ns.map(n => n.textContent)")
+        assert "Highest TER" in headings and "Lost most against Online-B" in headings
+        browser.close()

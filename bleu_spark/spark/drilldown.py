@@ -17,6 +17,7 @@ from . import io
 
 WORST, LOSSES, POINTS = 10, 10, 300
 BASELINE_SCORE, LOSS = "baseline_score", "loss"
+CANDIDATE = "candidate"  # carried, the baseline's translation is shown beside the system's
 _RANK = "_rank"
 
 
@@ -43,25 +44,30 @@ def _top(frame: DataFrame, by: Sequence[str], order: Column, n: int) -> DataFram
 
 def highlights(frame: DataFrame, group_cols: Sequence[str], key_cols: Sequence[str],
                text_cols: Sequence[str], baseline: Optional[str]) -> Dict[str, List[dict]]:
-    """`worst`: each group's and metric's lowest-scored segments (highest for TER); with a
+    """`columns`: what names and shows a segment (key, carried columns); `baseline`; `worst`: each group's
+    and metric's lowest-scored segments (highest for TER); with a
     baseline, `losses`: the segments where a system lost most against the baseline on the same
     segment, and `points`: up to POINTS (baseline, system) sentence-score pairs per group.
     Segments are the same by their key, or without one (`key_cols` a row's position) by their
     hash, which is of their references."""
     pair_on = [SEGMENT_HASH] if tuple(key_cols) == POSITION else list(key_cols)
     by = [*group_cols, "metric"]
-    shown = [*by, *[c for c in key_cols if c not in by], *text_cols, SENTENCE_SCORE, SEGMENT_HASH]
-    rows = frame.select(*dict.fromkeys(shown))
-    found = {"worst": _collected(_top(rows, by, _badness(SENTENCE_SCORE).desc(), WORST), shown)}
+    columns = list(dict.fromkeys([*(c for c in key_cols if c not in by), *text_cols]))
+    shown = list(dict.fromkeys([*by, *columns, SENTENCE_SCORE, SEGMENT_HASH]))
+    rows = frame.select(*shown)
+    found = {"columns": columns, "baseline": baseline,
+             "worst": _collected(_top(rows, by, _badness(SENTENCE_SCORE).desc(), WORST), shown)}
     if baseline is None or "system" not in group_cols:
         return found
     same = [c for c in (*group_cols, *pair_on, "metric") if c != "system"]
+    theirs = [F.col(c).alias(f"baseline_{c}") for c in text_cols if c == CANDIDATE]
     base = frame.where(F.col("system") == baseline).select(
-        *dict.fromkeys(same), F.col(SENTENCE_SCORE).alias(BASELINE_SCORE))
+        *dict.fromkeys(same), F.col(SENTENCE_SCORE).alias(BASELINE_SCORE), *theirs)
     paired = rows.where(F.col("system") != baseline).join(base, on=list(dict.fromkeys(same)))
     paired = paired.withColumn(LOSS, _badness(SENTENCE_SCORE) + _badness(BASELINE_SCORE) * -1)
     found["losses"] = _collected(_top(paired.where(F.col(LOSS) > 0), by, F.col(LOSS).desc(), LOSSES),
-                                 [*shown, BASELINE_SCORE, LOSS])
+                                 [*shown, *(f"baseline_{c}" for c in text_cols if c == CANDIDATE),
+                                  BASELINE_SCORE, LOSS])
     points = paired.select(*by, SENTENCE_SCORE, BASELINE_SCORE, SEGMENT_HASH)
     found["points"] = _collected(_top(points, by, F.lit(0), POINTS), [*by, SENTENCE_SCORE, BASELINE_SCORE])
     return found
