@@ -86,6 +86,9 @@ def _is_local(path: str) -> bool:
 
 
 def grouping_sets(options: AggregateOptions, stats: pa.Table) -> List[views.GroupingSet]:
+    if options.kept_columns is None and segments.is_segments_table(stats):
+        raise UsageError("a segments table holds a row per segment: say which columns to score "
+                         "it by with --group-by (e.g. system,langpair) or --grouping-sets")
     sets = (options.grouping_sets if options.grouping_sets is not None
             else [options.group_by if options.group_by is not None
                   else tuple(statstable.group_columns_of(stats))])

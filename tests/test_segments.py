@@ -164,6 +164,12 @@ def test_a_segment_key_names_the_segments_and_a_rerun_replaces_its_day_alone(spa
     assert pq.read_table(day2).num_rows == smaller.num_rows
 
 
+def test_a_segments_table_is_aggregated_by_the_columns_asked_for(scored):
+    folder, _, _ = scored
+    with pytest.raises(UsageError, match="--group-by"):
+        run_aggregate(AggregateOptions(stats=str(folder / "out" / "segments")))
+
+
 def test_segments_options_are_checked_before_any_work(tmp_path):
     path = str(tmp_path / "in.parquet")
     pq.write_table(domain_table().slice(0, 10), path)
