@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--on-invalid", choices=["fail", "quarantine"],
                     help="unscorable rows: stop (fail, default) or write them to DIR/rejected/")
     io.add_argument("--progress-seconds", type=float, metavar="S",
-                    help="a progress line on stderr every S seconds (default 30; 0: none)")
+                    help="progress lines on stderr as scoring starts and ends, and every S seconds "
+                         "between (default 30; 0: none)")
     io.add_argument("--colocate-references", choices=["auto", "always", "never"],
                     help="always: bring rows sharing references together first (a shuffle of "
                          "the text) so each reference is tokenized once; auto (default) and never "
