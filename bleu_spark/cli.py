@@ -114,7 +114,7 @@ def parse_grouping_sets(value) -> Optional[tuple]:
 def _add_showing(parser) -> None:
     """The options of the scoring step, shared by `score` and `aggregate`."""
     show = parser.add_argument_group("groups and output")
-    show.add_argument("--output", help="output directory (required); see the README for what it holds")
+    show.add_argument("--output", help="output directory (required); docs/outputs.md lists what it holds")
     show.add_argument("--group-by", help="comma-separated group columns "
                       "(score: system,langpair, those present; aggregate: the table's own; '' for one corpus)")
     show.add_argument("--grouping-sets", metavar="SETS", help="several groupings in one pass, "
