@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import sacrebleu
 
-from . import __version__, bootstrap, output as out, predicate, ranges, statstable, views
+from . import __version__, bootstrap, output as out, predicate, ranges, segments, statstable, views
 from .config import BleuConfig
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 
@@ -56,6 +56,17 @@ class AggregateOptions:
                              baseline=self.baseline)
         if self.output:
             check_output_apart(self.stats, self.output)
+
+    @property
+    def resamples(self) -> bool:
+        return self.confidence or self.paired_bs
+
+    @property
+    def kept_columns(self) -> Optional[Tuple[str, ...]]:
+        """The group columns asked for; None: the table's own."""
+        sets = self.grouping_sets if self.grouping_sets is not None else \
+            [self.group_by] if self.group_by is not None else None
+        return None if sets is None else tuple(dict.fromkeys(c for s in sets for c in s))
 
     @property
     def on_spark(self) -> bool:
@@ -116,6 +127,8 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
         statstable.check_measurement(stats)
         sets = grouping_sets(options, stats)
         finest = list(dict.fromkeys(c for s in sets for c in s))
+        if segments.is_segments_table(stats):  # a row a segment: replicate sums from the hashes
+            stats = segments.summed(stats, [*finest, *statstable.MEASUREMENT], options.resamples)
         resampling = saved_resampling(options, stats)  # of the rows as saved: before any sum
         stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
         config = scoring_config(options, stats)
@@ -155,7 +168,7 @@ def scoring_config(options: AggregateOptions, stats: pa.Table) -> BleuConfig:
 
 def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[bootstrap.Resampling]:
     """Intervals and paired tests from the replicate sums the statistics hold (poisson)."""
-    if not (options.confidence or options.paired_bs):
+    if not options.resamples:
         return None
     labels = set(stats[statstable.RESAMPLING].to_pylist())
     if not labels - {"", statstable.MIXED}:
@@ -177,7 +190,8 @@ def _read(options: AggregateOptions, spark) -> pa.Table:
     else:
         from .spark.aggregate import read_stats
 
-        stats = read_stats(spark, options.stats, options.parsed_where)
+        stats = read_stats(spark, options.stats, options.parsed_where, options.kept_columns,
+                           options.resamples)
     if options.parsed_where is not None and stats.num_rows == 0:
         raise EmptySelectionError(f"--where selects no rows of {options.stats} (columns it "
                                   f"names: {', '.join(options.parsed_where.columns())})")

@@ -30,7 +30,7 @@ DEFAULTS = {
     "metrics": "bleu", "chrf_char_order": 6, "chrf_word_order": 0, "chrf_beta": 2,
     "chrf_whitespace": False, "chrf_lowercase": False, "chrf_eps_smoothing": False,
     "ter_case_sensitive": False, "ter_normalized": False, "ter_no_punct": False,
-    "ter_asian_support": False,
+    "ter_asian_support": False, "segments": False, "segments_columns": None,
 }
 
 
@@ -54,7 +54,8 @@ JOB_FILE_KINDS = {
     "metrics": COLUMNS, "chrf_char_order": INTEGER, "chrf_word_order": INTEGER,
     "chrf_beta": INTEGER, "chrf_whitespace": BOOLEAN, "chrf_lowercase": BOOLEAN,
     "chrf_eps_smoothing": BOOLEAN, "ter_case_sensitive": BOOLEAN, "ter_normalized": BOOLEAN,
-    "ter_no_punct": BOOLEAN, "ter_asian_support": BOOLEAN,
+    "ter_no_punct": BOOLEAN, "ter_asian_support": BOOLEAN, "segments": BOOLEAN,
+    "segments_columns": COLUMNS,
 }
 
 
@@ -169,6 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="who reads the input: auto (default) lets the Python workers read local "
                          "Parquet files themselves when rows are scored where they lie; spark: "
                          "always Spark's Parquet scan")
+    io.add_argument("--segments", action=argparse.BooleanOptionalAction, default=None,
+                    help="also write DIR/segments/: a row per scored row and metric, with its "
+                         "sentence score and statistics (docs/segments.md)")
+    io.add_argument("--segments-columns", metavar="COLS", help="input columns the segments "
+                    "table carries along, e.g. source,candidate,references,doc_id")
     io.add_argument("--partition-by", metavar="COLS", help="write the output's tables as Hive "
                     "partitions of these input columns (e.g. run_date); a run replaces only its own")
     _add_showing(score)
@@ -259,7 +265,7 @@ def effective_settings(args: argparse.Namespace) -> dict:
         settings.update(load_job_file(args.config))
     settings.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
     for key in ("group_by", "weights", "references_col", "join_on", "segment_key", "partition_by",
-                "metrics"):
+                "metrics", "segments_columns"):
         if isinstance(settings[key], str):
             settings[key] = _csv(settings[key])
     settings["grouping_sets"] = parse_grouping_sets(settings["grouping_sets"])
@@ -288,7 +294,8 @@ def job_options(settings: dict):
         colocate_references=settings["colocate_references"], scan=settings["scan"],
         grouping_sets=settings["grouping_sets"], partition_by=tuple(settings["partition_by"] or ()),
         report=bool(settings["report"]), config=config, resampling=resampling_options(settings),
-        metrics=tuple(settings["metrics"]),
+        metrics=tuple(settings["metrics"]), segments=bool(settings["segments"]),
+        segments_columns=tuple(settings["segments_columns"] or ()),
         metric_settings=tuple((k, settings[k]) for k in DEFAULTS if k.startswith(("chrf_", "ter_"))))
 
 

@@ -44,7 +44,7 @@ OWNER = "_staging_owner.json"  # in a staging folder: the host and process writi
 JOURNAL = "_commit.json"
 STALE_AFTER_S = 24 * 3600      # a staging folder this old is a leftover, whoever owned it
 RUNS = "runs"
-TABLES = ("stats", "scores", "dashboard", "paired", "rejected")
+TABLES = ("stats", "scores", "dashboard", "paired", "rejected", "segments")
 OUTPUT_FORMAT = "bleu-spark output"
 # Partition values become folder names: types whose text form is unambiguous.
 PARTITION_TYPES = {"string": pa.string(), "large_string": pa.string(), "int8": pa.int8(),

@@ -1,8 +1,10 @@
-"""A self-contained HTML page of the score rows: charts, tables, signatures and flags.
+"""A self-contained HTML page of the score rows: an overview, then a section per language pair
+and metric with charts, tables, signatures and flags.
 
 The page opens offline: plotly.js is embedded once, inline, and every chart is a JSON figure
 drawn by `Plotly.newPlot`; the HTML comes from a Jinja2 template with autoescaping, so text
-from the data (system names, signatures) is never read as markup.
+from the data (system names, signatures) is never read as markup. A section shows its best
+`TOP` systems and folds the rest, so a page of hundreds of systems stays readable.
 """
 from __future__ import annotations
 
@@ -17,22 +19,30 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from .metrics import DEFAULT, REGISTRY, order_of
-from .metrics.bleu import BANDS
 
-__all__ = ["render_report", "interpretation", "BANDS"]
+__all__ = ["render_report", "interpretation", "TOP"]
 
 LANGPAIR = "langpair"
+SYSTEM = "system"  # the group column paired tests name their systems and baselines by
 MISSING = "—"  # shown for a value that is absent (no score, no coverage, no group value)
 SIGNIFICANCE = 0.05  # paired tests: p below this gets a star
+TOP = 20           # systems shown per section and in the overview; the rest are folded
 BAR_HEIGHT_PX = 30
 AXIS_END = 112     # score units on the bar charts' x axis
-LABEL_ROOM = 50    # score units a bar's label needs right of the bar
+LABEL_ROOM = 30    # score units a bar's label needs right of the bar
 NO_BAND_COLOUR = "#1c7ed6"  # bars of a metric without interpretation bands
+# The overview's shades, worst to best within a column; the last DARK_SHADES take white text.
+SHADES = ("#f1f6fc", "#d3e4f5", "#a3c6ea", "#5f9dd9", "#2466b0")
+DARK_SHADES = 2
+PARTITION_VALUES_SHOWN = 12  # more partition values than this are shown as first … last
 DEFAULT_METRIC = DEFAULT[0]  # the metric of rows that name none
+# What a group of each label column is called ("11 systems"); other columns: "groups".
+NOUNS = {SYSTEM: ("system", "systems"), LANGPAIR: ("language pair", "language pairs")}
 # Fonts the machine has: the page fetches none.
 FONT_STACK = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', 'Liberation Sans', sans-serif"
 
-def _band(score: float, bands=BANDS) -> Optional[Tuple[float, bool, str, str]]:
+
+def _band(score: float, bands) -> Optional[Tuple[float, bool, str, str]]:
     for band in bands:
         low, inclusive = band[0], band[1]
         if score > low or (inclusive and score == low):
@@ -40,14 +50,14 @@ def _band(score: float, bands=BANDS) -> Optional[Tuple[float, bool, str, str]]:
     return bands[-1] if bands else None  # NaN compares false with everything
 
 
-def interpretation(score: Optional[float], bands=BANDS) -> Optional[str]:
-    """The interpretation band of a score (0-100) among `bands` (a metric's; BLEU's by
-    default), or None for no score or a metric without bands."""
+def interpretation(score: Optional[float], bands) -> Optional[str]:
+    """The interpretation band of a score (0-100) among a metric's `bands`, or None for no
+    score or a metric without bands."""
     band = None if score is None else _band(score, bands)
     return band[2] if band else None
 
 
-def band_colour(score: float, bands=BANDS) -> str:
+def band_colour(score: float, bands) -> str:
     band = _band(score, bands)
     return band[3] if band else NO_BAND_COLOUR
 
@@ -58,6 +68,7 @@ class Group:
     values: Dict[str, Any]   # group column -> value
     label: str               # the group columns other than the section's, joined
     row: Dict[str, Any]
+    baseline: bool = False   # the baseline of the section's paired tests
 
     @property
     def score(self) -> Optional[float]:
@@ -85,11 +96,30 @@ class Section:
     groups: List[Group]      # ranked by score, best first; groups without a score last
     charts: List[Dict[str, Any]] = field(default_factory=list)
     paired: List[Dict[str, Any]] = field(default_factory=list)
+    segments: List["Segments"] = field(default_factory=list)  # per group, with --segments
     metric: Any = None       # the metric of its scores (title, bands, direction)
+    anchor: str = ""         # its element id, which the overview and the contents link to
+    noun: Tuple[str, str] = ("group", "groups")
 
     @property
     def metric_title(self) -> str:
         return self.metric.title
+
+    @property
+    def column(self) -> str:
+        """Its heading in the overview and the contents."""
+        return "all" if self.key is None else _text(self.key)
+
+    @property
+    def top(self) -> List[Group]:
+        return self.groups[:TOP]
+
+    @property
+    def rest(self) -> List[Group]:
+        return self.groups[TOP:]
+
+    def count(self, number: int) -> str:
+        return f"{number} {self.noun[0] if number == 1 else self.noun[1]}"
 
     def interpretation(self, score: Optional[float]) -> str:
         return interpretation(score, self.metric.bands) or MISSING
@@ -100,6 +130,11 @@ class Section:
     @property
     def signatures(self) -> List[str]:
         return sorted({g.row["signature"] for g in self.groups if g.row.get("signature")})
+
+    @property
+    def has_coverage(self) -> bool:
+        # Coverage is measured only against a segment key; without one every row would say "—".
+        return any(g.row.get("coverage") is not None for g in self.groups)
 
     @property
     def unscored(self) -> List[Group]:
@@ -118,6 +153,11 @@ def _label_columns(group_cols: Sequence[str], by_langpair: bool) -> List[str]:
     rest = [c for c in group_cols if not (by_langpair and c == LANGPAIR)]
     # A page grouped by language pair alone still names each bar, by its language pair.
     return rest or list(group_cols)
+
+
+def _noun(label_cols: Sequence[str]) -> Tuple[str, str]:
+    only = label_cols[0] if len(label_cols) == 1 else None
+    return NOUNS.get(only, ("group", "groups"))
 
 
 def _ranked(groups: List[Group], higher_is_better: bool = True) -> List[Group]:
@@ -143,12 +183,12 @@ def _sections(scores: Sequence[dict], group_cols: Sequence[str]) -> List[Section
     several = len({metric for _, metric in buckets}) > 1
     keys = sorted(buckets, key=lambda k: (k[0] is None, str(k[0]), order_of(k[1])))
     sections = []
-    for langpair, name in keys:
+    for number, (langpair, name) in enumerate(keys):
         metric = REGISTRY.get(name, REGISTRY[DEFAULT_METRIC])
-        title = _text(langpair) if by_langpair else "All groups"
+        title = _text(langpair) if by_langpair else f"All {_noun(label_cols)[1]}"
         sections.append(Section(f"{title} · {metric.title}" if several else title, langpair,
                                 _ranked(buckets[langpair, name], metric.higher_is_better),
-                                metric=metric))
+                                metric=metric, anchor=f"section-{number}", noun=_noun(label_cols)))
     return sections
 
 
@@ -166,7 +206,7 @@ def _layout(**extra) -> Dict[str, Any]:
 
 
 def _bar_chart(section: Section, metric) -> Optional[go.Figure]:
-    scored = [g for g in section.groups if g.score is not None]
+    scored = [g for g in section.top if g.score is not None]
     if not scored:
         return None
     labels = [_plotly_text(g.label) for g in scored]
@@ -176,9 +216,9 @@ def _bar_chart(section: Section, metric) -> Optional[go.Figure]:
         hovertemplate="%{y}: %{x:.2f}<extra></extra>", error_x=_whiskers(scored))
     highest = max(_right_end(g) for g in scored)
     return go.Figure(bar, _layout(
-        height=80 + BAR_HEIGHT_PX * len(scored), bargap=0.25, annotations=_score_labels(scored, labels, metric),
+        height=80 + BAR_HEIGHT_PX * len(scored), bargap=0.25, annotations=_score_labels(scored, labels),
         # One scale for every section, so bars compare across language pairs; past 100 there is
-        # room for the label (score and band name) right of the longest bar.
+        # room for the label right of the longest bar.
         xaxis=dict(title=metric.title, range=[0, max(AXIS_END, highest + LABEL_ROOM)],
                    tickvals=list(range(0, 101, 10)), zeroline=True),
         yaxis=dict(autorange="reversed", automargin=True)))
@@ -189,10 +229,11 @@ def _right_end(group: Group) -> float:
     return max(group.score, group.interval[1]) if group.interval else group.score
 
 
-def _score_labels(groups: List[Group], labels: List[str], metric) -> List[Dict[str, Any]]:
+def _score_labels(groups: List[Group], labels: List[str]) -> List[Dict[str, Any]]:
     # Annotations rather than bar text: placed right of the whisker, so the two never overlap.
+    # The band is the bar's colour, named once in the page's legend, not on every bar.
     return [dict(x=_right_end(g), y=label, xanchor="left", xshift=6, showarrow=False,
-                 text=f"<b>{g.score:.2f}</b>  {interpretation(g.score, metric.bands) or ''}")
+                 text=f"<b>{g.score:.2f}</b>" + ("  baseline" if g.baseline else ""))
             for g, label in zip(groups, labels)]
 
 
@@ -209,8 +250,9 @@ def _time_text(value: Any) -> str:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
-def _time_chart(history: Sequence[dict], time_col: str, label_cols: Sequence[str],
-                metric) -> Optional[go.Figure]:
+def _time_chart(history: Sequence[dict], time_col: str, label_cols: Sequence[str], metric,
+                shown: set) -> Optional[go.Figure]:
+    """A line per shown group (the section's top ones: hundreds of lines read as none)."""
     times = sorted({_time_text(r[time_col]) for r in history if r.get(time_col) is not None})
     if len(times) < 2:
         return None
@@ -219,7 +261,8 @@ def _time_chart(history: Sequence[dict], time_col: str, label_cols: Sequence[str
         if row.get("score") is None or row.get(time_col) is None:
             continue
         label = _label({c: row.get(c) for c in label_cols}, label_cols)
-        lines.setdefault(label, {})[_time_text(row[time_col])] = row["score"]
+        if label in shown:
+            lines.setdefault(label, {})[_time_text(row[time_col])] = row["score"]
     traces = [go.Scatter(x=[t for t in times if t in points], y=[points[t] for t in times if t in points],
                          name=_plotly_text(label), mode="lines+markers",
                          hovertemplate="%{x}: %{y:.2f}<extra>" + _plotly_text(label) + "</extra>")
@@ -262,18 +305,182 @@ def _attach_charts(sections: List[Section], group_cols: Sequence[str], history: 
         if bars is not None:
             section.charts.append(dict(id=f"bars-{number}", kind="bars", figure=_figure_json(bars)))
         timeline = _time_chart(histories.get((section.key, section.metric.name), []), time_col, label_cols,
-                               section.metric) if time_col else None
+                               section.metric, {g.label for g in section.top}) if time_col else None
         if timeline is not None:
             section.charts.append(dict(id=f"time-{number}", kind="time", figure=_figure_json(timeline)))
 
 
 def _attach_paired(sections: List[Section], group_cols: Sequence[str], paired: Optional[Sequence[dict]]) -> None:
+    """Each section's paired tests, and its baseline marked among its groups."""
     by_langpair = LANGPAIR in group_cols
     for section in sections:
         mine = [r for r in paired or [] if (not by_langpair or r.get(LANGPAIR) == section.key)
                 and _metric_name(r) == section.metric.name]
         section.paired = _paired_rows(mine)
+        baselines = {r.get("baseline") for r in mine} - {None}
+        for group in section.groups:
+            group.baseline = group.values.get(SYSTEM) in baselines
 
+
+# ---- segments (--segments): per group the worst, and the losses against the baseline ----
+
+SEGMENTS_SHOWN = 10        # a group's worst segments and largest losses shown
+SENTENCE_SCORE, BASELINE_SCORE, LOSS = "sentence_score", "baseline_score", "loss"
+INPUT_FILE = "input_file"  # a segment's file, when its position in it names it
+
+
+@dataclass
+class Segments:
+    """One group's segments the page shows: its worst, and where it lost most to the baseline."""
+    label: str
+    worst: List[Dict[str, Any]]
+    losses: List[Dict[str, Any]]
+
+
+def _segment_text(value: Any) -> str:
+    """A carried value as text: a list (the references) one item after another."""
+    if isinstance(value, (list, tuple)):
+        return " ‖ ".join(_text(v) for v in value)
+    return _text(value)
+
+
+def _by_label(rows: Sequence[dict], section: Section, label_cols: Sequence[str],
+              by_langpair: bool) -> Dict[str, List[dict]]:
+    mine: Dict[str, List[dict]] = {}
+    for row in rows:
+        if _metric_name(row) == section.metric.name and (not by_langpair or row.get(LANGPAIR) == section.key):
+            mine.setdefault(_label({c: row.get(c) for c in label_cols}, label_cols), []).append(row)
+    return mine
+
+
+def _scatter(section: Section, points: Dict[str, List[dict]], baseline: str) -> Optional[go.Figure]:
+    """Each shown group's segment scores against the baseline's on the same segments."""
+    traces = [go.Scatter(x=[p[BASELINE_SCORE] for p in points[g.label]],
+                           y=[p[SENTENCE_SCORE] for p in points[g.label]], mode="markers",
+                           name=_plotly_text(g.label), marker=dict(size=5, opacity=0.6),
+                           hovertemplate=f"{_plotly_text(g.label)}: %{{y:.1f}} against %{{x:.1f}}<extra></extra>")
+              for g in section.top if g.label in points]
+    if not traces:
+        return None
+    values = [v for t in traces for v in (*t.x, *t.y)]
+    end = max(100.0, max(values))
+    diagonal = go.Scatter(x=[0, end], y=[0, end], mode="lines", hoverinfo="skip", showlegend=False,
+                          line=dict(color="#adb5bd", dash="dot"))
+    title = section.metric.title
+    return go.Figure([diagonal, *traces], _layout(
+        height=420, xaxis=dict(title=f"{title} of {_plotly_text(baseline)} (baseline), per segment",
+                               range=[-2, end + 2]),
+        yaxis=dict(title=f"{title} of the system, same segment", range=[-2, end + 2]), showlegend=True))
+
+
+def _segment_columns(drilldown: Optional[dict]) -> Tuple[List[str], Optional[str]]:
+    """The columns that name and show a segment, and the one input file they all come from
+    (named once above the tables, not on every row), if they do."""
+    columns = list((drilldown or {}).get("columns", []))
+    rows = [r for kind in ("worst", "losses") for r in (drilldown or {}).get(kind, [])]
+    files = {r.get(INPUT_FILE) for r in rows}
+    if INPUT_FILE in columns and len(files) == 1:
+        return [c for c in columns if c != INPUT_FILE], _text(files.pop())
+    return columns, None
+
+
+def _attach_segments(sections: List[Section], group_cols: Sequence[str], drilldown: Optional[dict]) -> None:
+    """Each section's worst segments and losses per group, and its segment scores against the
+    baseline's as a scatter (`--segments`)."""
+    if not drilldown:
+        return
+    by_langpair = LANGPAIR in group_cols
+    label_cols = _label_columns(group_cols, by_langpair)
+    baseline = drilldown.get("baseline")
+    for number, section in enumerate(sections):
+        worst = _by_label(drilldown.get("worst", []), section, label_cols, by_langpair)
+        losses = _by_label(drilldown.get("losses", []), section, label_cols, by_langpair)
+        sign = 1.0 if section.metric.higher_is_better else -1.0
+        section.segments = [
+            Segments(g.label, sorted(worst.get(g.label, []), key=lambda r: sign * r[SENTENCE_SCORE])[:SEGMENTS_SHOWN],
+                     sorted(losses.get(g.label, []), key=lambda r: -r[LOSS])[:SEGMENTS_SHOWN])
+            for g in section.groups if g.label in worst or g.label in losses]
+        points = _by_label(drilldown.get("points", []), section, label_cols, by_langpair)
+        scatter = _scatter(section, points, baseline) if points and baseline else None
+        if scatter is not None:
+            section.charts.append(dict(id=f"scatter-{number}", kind="scatter", figure=_figure_json(scatter)))
+
+
+# ---- the overview: groups x language pairs, a matrix per metric ----
+
+@dataclass
+class Matrix:
+    """One metric's scores: a row per group (best first on average), a column per section."""
+    metric: Any
+    columns: List[Section]
+    rows: List[Dict[str, Any]]   # label, baseline, cells (one per column, None where absent)
+
+    @property
+    def top(self) -> List[Dict[str, Any]]:
+        return self.rows[:TOP]
+
+    @property
+    def rest(self) -> List[Dict[str, Any]]:
+        return self.rows[TOP:]
+
+
+def _shade(score: float, scores: Sequence[float], higher_is_better: bool) -> int:
+    """The shade of a score among its column's: 0 for the worst .. len(SHADES)-1 for the best.
+    Within a column only: scores of other language pairs are of other test sets."""
+    low, high = min(scores), max(scores)
+    if high == low:  # nothing to compare it with (one system): the middle shade
+        return len(SHADES) // 2
+    place = (score - low) / (high - low)
+    return round((place if higher_is_better else 1.0 - place) * (len(SHADES) - 1))
+
+
+def _cell(group: Group, section: Section, scores: Sequence[float]) -> Dict[str, Any]:
+    if group.score is None:
+        return dict(score=None, href="#" + section.anchor, shade=None, dark=False)
+    shade = _shade(group.score, scores, section.metric.higher_is_better)
+    return dict(score=group.score, href="#" + section.anchor, shade=SHADES[shade],
+                dark=shade >= len(SHADES) - DARK_SHADES)
+
+
+def _matrix(columns: List[Section]) -> Matrix:
+    cells: Dict[str, Dict[int, Dict[str, Any]]] = {}
+    baselines = set()
+    for index, section in enumerate(columns):
+        scores = [g.score for g in section.groups if g.score is not None]
+        for group in section.groups:
+            cells.setdefault(group.label, {})[index] = _cell(group, section, scores)
+            if group.baseline:
+                baselines.add(group.label)
+    places = _places(columns)
+    order = sorted(cells, key=lambda label: (places(label), label))
+    rows = [dict(label=label, baseline=label in baselines,
+                 cells=[cells[label].get(i) for i in range(len(columns))]) for label in order]
+    return Matrix(columns[0].metric, columns, rows)
+
+
+def _places(columns: List[Section]):
+    """A row's place: its mean rank relative to each column's size (0 the best), a column
+    without it counting as last, so a system of one language pair does not top those of all."""
+    ranks = [{g.label: rank / len(s.groups) for rank, g in enumerate(s.groups)} for s in columns]
+    return lambda label: sum(r.get(label, 1.0) for r in ranks) / len(ranks)
+
+
+def _overview(sections: Sequence[Section]) -> List[Matrix]:
+    by_metric: Dict[str, List[Section]] = {}
+    for section in sections:
+        by_metric.setdefault(section.metric.name, []).append(section)
+    return [_matrix(by_metric[name]) for name in sorted(by_metric, key=order_of)]
+
+
+def _contents(sections: Sequence[Section]) -> List[Dict[str, Any]]:
+    """The table of contents: a line per language pair, linking each of its metrics' sections."""
+    entries: Dict[str, List[Section]] = {}
+    for section in sections:
+        entries.setdefault(section.column, []).append(section)
+    return [dict(heading=heading, sections=mine) for heading, mine in entries.items()]
+
+
+# ---- the page's header ----
 
 def _run_facts(run: Optional[dict]) -> List[Tuple[str, str]]:
     """(name, value) pairs of the run info worth a line on the page, those present only."""
@@ -289,12 +496,17 @@ def _run_facts(run: Optional[dict]) -> List[Tuple[str, str]]:
     return [(name, _time_text(value)) for name, value in facts if value is not None]
 
 
-_ENVIRONMENT = jinja2.Environment(
-    loader=jinja2.PackageLoader("bleu_spark", "templates"),
-    autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+def _partition_facts(partitions: Optional[Dict[str, Sequence[Any]]]) -> List[Tuple[str, str]]:
+    """(column, the values the page covers) per partition column; a long list as its ends."""
+    facts = []
+    for column, values in (partitions or {}).items():
+        texts = sorted(MISSING if v is None else _time_text(v) for v in set(values))
+        shown = ", ".join(texts) if len(texts) <= PARTITION_VALUES_SHOWN else f"{texts[0]} … {texts[-1]}"
+        facts.append((column, f"{shown} ({len(texts)} partition{'s' if len(texts) != 1 else ''})"))
+    return facts
 
 
-def _band_legend(bands=BANDS) -> List[Dict[str, str]]:
+def _band_legend(bands) -> List[Dict[str, str]]:
     """Each band's name, colour and score range, read off a metric's bands."""
     legend = []
     for index, (low, _, name, colour) in enumerate(bands):
@@ -308,16 +520,23 @@ def _band_legend(bands=BANDS) -> List[Dict[str, str]]:
     return legend
 
 
-def _template_helpers(sections: Sequence[Section]) -> Dict[str, Any]:
-    """The legend shows the bands of the first metric that has any."""
-    bands = next((s.metric.bands for s in sections if s.metric.bands), ())
-    return dict(band_legend=_band_legend(bands) if bands else [], missing=MISSING,
-                significance=SIGNIFICANCE)
+def _band_notes(sections: Sequence[Section]) -> List[Dict[str, Any]]:
+    """Once per page, for each metric on it that has bands: its legend and where it comes from."""
+    metrics = {s.metric.name: s.metric for s in sections if s.metric.bands}
+    return [dict(title=m.title, legend=_band_legend(m.bands), source=m.bands_source[0],
+                 url=m.bands_source[1]) for m in (metrics[n] for n in sorted(metrics, key=order_of))]
+
+
+_ENVIRONMENT = jinja2.Environment(
+    loader=jinja2.PackageLoader("bleu_spark", "templates"),
+    autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
 def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str = "bleu-spark report",
                   run: Optional[dict] = None, history: Optional[List[dict]] = None,
-                  time_col: Optional[str] = None, paired: Optional[List[dict]] = None) -> str:
+                  time_col: Optional[str] = None, paired: Optional[List[dict]] = None,
+                  partitions: Optional[Dict[str, Sequence[Any]]] = None,
+                  drilldown: Optional[dict] = None) -> str:
     """One self-contained HTML page of the score rows (see the module doc); returns its text.
 
     `scores`: one dict per group (the group columns, score, n_segments, n_rejected, coverage,
@@ -325,19 +544,31 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
     with a `time_col` value, drawn as a line per system over time in each language pair.
     `paired`: paired-test rows (system, baseline, test, delta, p_value, ...). Rows name their
     `metric` (BLEU when they do not): a section per language pair and metric, each with its
-    metric's title, interpretation bands and ranking direction.
+    metric's title, interpretation bands and ranking direction. `partitions`: the values of
+    each partition column the scores cover (a partitioned folder's report), shown in the header.
+    `drilldown`: the run's segments to show (`spark.drilldown.highlights`: `columns`, `worst`,
+    and with a baseline `losses` and `points`).
     """
     group_cols = list(group_cols)
     sections = _sections(scores, group_cols)
+    # Each step fills one view of every section, and the section's template has a block for it
+    # that folds past TOP as the scores do.
+    _attach_paired(sections, group_cols, paired)  # first: the bars mark the baseline
     _attach_charts(sections, group_cols, history, time_col)
-    _attach_paired(sections, group_cols, paired)
+    _attach_segments(sections, group_cols, drilldown)
+    segment_columns, segment_file = _segment_columns(drilldown)
     by_langpair = LANGPAIR in group_cols
     return _ENVIRONMENT.get_template("report.html.j2").render(
         title=title, sections=sections, run_facts=_run_facts(run),
+        partition_facts=_partition_facts(partitions), overview=_overview(sections),
+        contents=_contents(sections), band_notes=_band_notes(sections),
+        several_metrics=len({s.metric.name for s in sections}) > 1,
         table_cols=[c for c in group_cols if not (by_langpair and c == LANGPAIR)] or group_cols,
         paired_cols=[c for c in _paired_columns(paired) if not (by_langpair and c == LANGPAIR)],
         figures={c["id"]: c["figure"] for section in sections for c in section.charts},
-        plotly_js=get_plotlyjs(), **_template_helpers(sections))
+        plotly_js=get_plotlyjs(), missing=MISSING, significance=SIGNIFICANCE, top=TOP,
+        segment_columns=segment_columns, segment_file=segment_file, segment_text=_segment_text,
+        segment_baseline=(drilldown or {}).get("baseline"))
 
 
 def _paired_columns(paired: Optional[Sequence[dict]]) -> List[str]:

@@ -68,6 +68,10 @@ _TYPES = {"metric": pa.string(), "format_version": pa.int32(), "sacrebleu_versio
           "n_segments": pa.int64(), "n_rejected": pa.int64(), "n_reference_segments": pa.int64(),
           "segment_fingerprint": pa.int64(), "min_refs": pa.int32(), "max_refs": pa.int32()}
 FINGERPRINT_MASK = 0xFFFFFFFF
+# A segments table (`--segments`: `bleu_spark.segments`) is this table at the finest grain, a
+# row per segment and metric, with the segment's own values: its sentence-level score and the
+# hash its bootstrap weights are drawn from. Neither is a group column.
+SENTENCE_SCORE, SEGMENT_HASH = SEGMENT_VALUES = ("sentence_score", "segment_hash")
 
 
 def stat_columns(table: pa.Table) -> list:
@@ -81,7 +85,8 @@ def _all_stat_names(table: pa.Table) -> set:
 
 def value_columns(table: pa.Table) -> list:
     """Every column that is not a group column."""
-    return [*MEASUREMENT, RESAMPLING, *COUNTS, *REFS, *stat_columns(table), *SAMPLES]
+    return [*MEASUREMENT, RESAMPLING, *COUNTS, *REFS, *stat_columns(table), *SAMPLES,
+            *(c for c in SEGMENT_VALUES if c in table.column_names)]
 
 
 def group_columns_of(table: pa.Table) -> list:
@@ -285,7 +290,7 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
     marker = output.read_marker(fs, root)
     if marker is not None:
         root = f"{root}/stats"
-    elif os.path.basename(root) == "stats":
+    elif os.path.basename(root) in ("stats", "segments"):  # a table of an output folder
         marker = output.read_marker(fs, os.path.dirname(root))
     info = fs.get_file_info(root)
     if info.type == output.pafs.FileType.NotFound:

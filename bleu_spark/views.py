@@ -52,6 +52,7 @@ DASHBOARD_FIELDS = ("metric", "score", "n_segments", "n_rejected", "n_reference_
 RESERVED = frozenset([GROUPING, *SCORE_TYPES, *DASHBOARD_FIELDS, *statstable.MEASUREMENT,
                       statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
                       *statstable.SAMPLES, *statstable.FORMAT_1_SAMPLES, SEGMENT_ORDER,
+                      *statstable.SEGMENT_VALUES,
                       *(set(PAIRED_TYPES) - {"system"}), "method", "reason"])
 
 
@@ -371,10 +372,12 @@ def report_set(sets: Sequence[GroupingSet], partition_by: Sequence[str] = ()) ->
 def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
                 partition_by: Sequence[str] = (), run: Optional[dict] = None,
                 title: str = "bleu-spark report", resampling: Optional[bootstrap.Resampling] = None,
-                segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None) -> str:
+                segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
+                drilldown: Optional[dict] = None) -> str:
     """The report page of a statistics table: the report set over all of it (with intervals
     when they were measured), and when the table is partitioned, the same set per value of the
-    first partition column (a line over time)."""
+    first partition column (a line over time). `drilldown`: the run's worst segments, losses
+    and score pairs (`spark.drilldown.highlights`), when it wrote segments."""
     from .report import render_report
 
     shown = report_set(sets, partition_by)
@@ -383,14 +386,18 @@ def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig
     if partition_by:
         time_col = partition_by[0]
         history = score_sets(stats, [(time_col, *shown)], config)
+    # The header names the partitions the page covers: its run facts are the last run's alone.
+    partitions = {c: stats[c].unique().to_pylist() for c in partition_by}
     return render_report(scores, group_cols=list(shown), title=title, run=run,
-                         history=history, time_col=time_col, paired=paired)
+                         history=history, time_col=time_col, paired=paired, partitions=partitions,
+                         drilldown=drilldown)
 
 
 def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[GroupingSet],
                 config: BleuConfig, run: dict, report: bool,
                 resampling: Optional[bootstrap.Resampling] = None,
-                segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None) -> None:
+                segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
+                drilldown: Optional[dict] = None) -> None:
     """The tables and files every result holds, from its statistics and their scores. A
     partitioned folder's report is drawn at the commit (`write_partitioned_report`). The trial
     sums of approximate randomization are not kept: they serve this run's paired tests only."""
@@ -405,7 +412,7 @@ def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[Grou
         output.write_json("paired.json", paired)
     if report and not output.partition_by:
         page = report_html(stats, sets, config, run=run, resampling=resampling,
-                           segments=segments, paired=paired)
+                           segments=segments, paired=paired, drilldown=drilldown)
         output.write_bytes("report.html", page.encode())
 
 
@@ -458,10 +465,11 @@ def _typed_like(table: pa.Table, stats: pa.Table, columns: Sequence[str]) -> pa.
 
 def write_partitioned_report(output, stats: pa.Table, sets: Sequence[GroupingSet],
                              config: BleuConfig, run: dict,
-                             resampling: Optional[bootstrap.Resampling] = None) -> None:
+                             resampling: Optional[bootstrap.Resampling] = None,
+                             drilldown: Optional[dict] = None) -> None:
     """The report over every partition the folder will hold, into the staging folder: called
     by the commit before any move, so a group it cannot score (two tokenizers, say) fails the
     run with DIR untouched."""
     page = report_html(stats_after_commit(output, stats), sets, config, output.partition_by, run,
-                       resampling=resampling)
+                       resampling=resampling, drilldown=drilldown)
     output.write_bytes("report.html", page.encode())

@@ -29,6 +29,9 @@ many language pairs as make the groups; ``--rows`` rows in ``--row-groups`` row 
 prints, per number of groups, the wall time and peak memory of the process tree with and
 without intervals: what intervals cost as groups grow.
 
+``--segments`` runs a2 and c, then c with ``--segments`` (carrying ``--segments-columns``),
+and prints the extra time and memory of writing the segments table and its bytes per input row.
+
 3. checks that a1, a2, b, c, d and e give identical per-group results (score within 1e-9; counts,
    totals, sys_len, ref_len and n_segments equal) and exits 1 if they do not, before any speed
    is printed;
@@ -45,6 +48,8 @@ Examples::
     python scripts/bench.py --input ../shared/data/wmt22.parquet
     python scripts/bench.py --smoke            # identity guard only, a few thousand rows
     python scripts/bench.py --scale-groups 100,1000,10000 --rows 500000 --row-groups 16
+    python scripts/bench.py --segments --input ../shared/data/wmt22.parquet
+    python scripts/bench.py --segments --rows 10000000 --paths c --row-groups 64
     python scripts/bench.py --input ../shared/data/wmt22.parquet --metric-costs --cost-rows 1000
     python scripts/bench.py --input ../shared/data/wmt22.parquet --tokenizer-costs \
         --job-root /tmp/old                    # us per row per langpair, two checkouts, one process
@@ -541,6 +546,44 @@ def run_scale(args) -> int:
               f"{c['peak_rss_total_mib']:>8.0f} {d['peak_rss_total_mib']:>8.0f} "
               f"{d['peak_rss_mib'].get('py_driver', 0):>16.0f} "
               f"{d['peak_rss_one_mib'].get('py_worker', 0):>12.0f}")
+    return 0
+
+
+def run_segments(args) -> int:
+    """a2 and c, then c with `--segments`, on one input: the extra time and memory of writing
+    the segments table, and its bytes per input row."""
+    found = {}
+    carried = f"--segments-columns={args.segments_columns}" if args.segments_columns else None
+    with_a2 = "a2" in args.paths.split(",")  # --paths c: the job alone (at 10M rows, say)
+    for label, paths, extra in (("plain", "a2,c" if with_a2 else "c", []),
+                                ("segments", "c", ["--segments", *([carried] if carried else [])])):
+        out = Path(args.workdir) / f"segments-{label}.json"
+        argv = ["--paths", paths, "--json", str(out), "--workdir", args.workdir]
+        argv += ["--input", args.input] if args.input else \
+            ["--rows", str(args.rows), "--systems", str(args.systems), "--langpairs", args.langpairs]
+        argv += ["--row-groups", str(args.row_groups)] if args.row_groups else []
+        argv += [f"--conf={c}" for c in args.conf] + [f"--job-arg={a}" for a in [*args.job_arg, *extra]]
+        print(f"== {label}", flush=True)
+        if main(argv) != 0:
+            return 2
+        found[label] = json.loads(out.read_text())
+    a2, plain = found["plain"]["runs"].get("a2"), found["plain"]["runs"]["c"]
+    written = found["segments"]["runs"]["c"]
+    folder = Path(written["cmd"][written["cmd"].index("--output") + 1]) / "segments"
+    size = sum(f.stat().st_size for f in folder.rglob("*.parquet"))
+    rows = found["segments"]["corpus"]["rows"]
+    print()
+    print(f"{rows:,} rows; segments table {size / 2**20:,.1f} MiB, {size / rows:,.0f} bytes per "
+          f"input row ({carried or 'no carried columns'})")
+    print(f"{'path':<14} {'wall s':>8} {'/ a2':>6} {'MiB all':>8} {'MiB driver py':>14} {'MiB JVM':>8}")
+    shown = ((("a2 sacrebleu", a2),) if a2 else ()) + (("c", plain), ("c --segments", written))
+    for name, run in shown:
+        mib = run.get("peak_rss_mib", {})
+        ratio = f"{run['wall_s'] / a2['wall_s']:>6.2f}" if a2 else f"{'-':>6}"
+        print(f"{name:<14} {run['wall_s']:>8.1f} {ratio} "
+              f"{run.get('peak_rss_total_mib', 0):>8.0f} {mib.get('py_driver', 0):>14.0f} "
+              f"{mib.get('jvm', 0):>8.0f}")
+    print(f"--segments costs {written['wall_s'] / plain['wall_s']:.2f}x the plain run's wall time")
     return 0
 
 
@@ -1408,11 +1451,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="rewrite the generated corpus in this many row groups")
     ap.add_argument("--scale-groups", type=lambda v: [int(x) for x in v.split(",")], default=None,
                     metavar="G1,G2,...", help="c and d per number of groups (see above)")
+    ap.add_argument("--segments", action="store_true",
+                    help="a2 and c, then c with --segments: its extra cost and bytes per row")
+    ap.add_argument("--segments-columns", default="candidate,references",
+                    help="with --segments: the columns the segments table carries ('' for none)")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny corpus (2,000 rows), identity guard only, no speed table")
     args = ap.parse_args(argv)
     if args.scale_groups:
         return run_scale(args)
+    if args.segments:
+        return run_segments(args)
 
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     bad = [p for p in paths if p not in ALL_PATHS]

@@ -1,11 +1,17 @@
 """Save a PNG of a bleu-spark HTML report as headless Chromium draws it.
 
     python scripts/report_screenshot.py HTML PNG [--max-height PX]
-    python scripts/report_screenshot.py --sample HTML PNG --max-height 5200   # makes docs/report.png
+    python scripts/report_screenshot.py --sample HTML PNG --max-height 5200     # docs/report.png
+    python scripts/report_screenshot.py --overview HTML PNG --max-height 2400  # docs/report-overview.png
+    python scripts/report_screenshot.py --many HTML PNG --max-height 3000      # docs/report-200-systems.png
 
 `--sample` scores every (langpair, system) group of samples/wmt22_sample.parquet in-process
-with `bleu_spark.corpus_bleu` and first renders the report of all 112 groups to HTML. A page
-taller than --max-height is cut after the last section that fits. The browser is Debian's Chromium (/usr/bin/chromium), driven by Playwright.
+with `bleu_spark.corpus_bleu` and first renders the report of all 112 groups to HTML.
+`--overview` renders the sample's systems of four language pairs (9 to 11 each) in BLEU, chrF
+and TER (scored in-process by the metric modules); `--many` renders 200 systems a language pair,
+their scores drawn at random (fields of a real row). A page taller than --max-height is cut after
+the last section that fits. The browser is Debian's Chromium (/usr/bin/chromium), driven by
+Playwright.
 """
 import argparse
 import os
@@ -24,25 +30,78 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1200, "height": 900}
+OVERVIEW_PAIRS = ("de-en", "en-de", "en-ru", "ru-en")  # 14 systems in all, 9 to 11 a pair
+OVERVIEW_METRICS = ("bleu", "chrf", "ter")
+MANY_PAIRS = ("de-en", "en-de", "en-zh")
+
+
+def sample_groups(path: str = SAMPLE, langpairs: Optional[Iterable[str]] = None) -> dict:
+    """The sample's rows per (langpair, system), in segment order."""
+    wanted = set(langpairs) if langpairs is not None else None
+    groups = defaultdict(list)
+    for row in pq.read_table(path, columns=["langpair", "system", "seg_id", "candidate", "references"]).to_pylist():
+        if wanted is None or row["langpair"] in wanted:
+            groups[(row["langpair"], row["system"])].append(row)
+    for rows in groups.values():
+        rows.sort(key=lambda r: r["seg_id"])
+    return groups
 
 
 def sample_scores(path: str = SAMPLE, langpairs: Optional[Iterable[str]] = None) -> List[dict]:
     """Score rows of the sample per (langpair, system), shaped as the job's scores.json rows."""
     from bleu_spark import corpus_bleu
 
-    wanted = set(langpairs) if langpairs is not None else None
-    groups = defaultdict(list)
-    for row in pq.read_table(path, columns=["langpair", "system", "seg_id", "candidate", "references"]).to_pylist():
-        if wanted is None or row["langpair"] in wanted:
-            groups[(row["langpair"], row["system"])].append(row)
     scores = []
-    for (langpair, system), rows in sorted(groups.items()):
-        rows.sort(key=lambda r: r["seg_id"])
+    for (langpair, system), rows in sorted(sample_groups(path, langpairs).items()):
         result = corpus_bleu([r["candidate"] for r in rows], [r["references"] for r in rows], langpair=langpair)
         scores.append({"langpair": langpair, "system": system, "score": result.score,
                        "n_segments": result.n_segments, "n_rejected": 0, "coverage": None,
                        "signature": result.signature, "tokenize": result.tokenize, "verbose": result.verbose})
     return scores
+
+
+def metric_scores(name: str, path: str = SAMPLE, langpairs: Optional[Iterable[str]] = None) -> List[dict]:
+    """Score rows of a metric without a tokenizer (chrF, TER, ...) per (langpair, system),
+    summed from its segment statistics as the job sums them."""
+    import pyarrow as pa
+
+    from bleu_spark import metrics
+    from bleu_spark.config import BleuConfig
+
+    metric = metrics.configured([name], {}, BleuConfig())[0]
+    scores = []
+    for (langpair, system), rows in sorted(sample_groups(path, langpairs).items()):
+        references = [[ref for ref in r["references"] if ref is not None] for r in rows]
+        stats = metric.segment_statistics(pa.array([r["candidate"] for r in rows], pa.string()),
+                                          pa.array(references, pa.list_(pa.string())))
+        counts = [len(refs) for refs in references]
+        result = metric.result(stats.sum(axis=0), {"n_segments": len(rows), "min_refs": min(counts),
+                                                    "max_refs": max(counts)})
+        scores.append(dict(result, langpair=langpair, system=system, metric=name, n_rejected=0,
+                           coverage=None))
+    return scores
+
+
+def many_systems(template: dict, systems: int, langpairs: Iterable[str], metrics=("bleu", "ter"),
+                 seed: int = 0) -> List[dict]:
+    """Score rows of `systems` systems in each language pair and metric: `template`'s fields,
+    scores drawn at random (a metric where lower is better falling as the others rise)."""
+    import random
+
+    from bleu_spark.metrics import REGISTRY
+
+    rng = random.Random(seed)
+    rows = []
+    for langpair in langpairs:
+        for number in range(systems):
+            quality = rng.uniform(5.0, 60.0)
+            for name in metrics:
+                lower = not REGISTRY[name].higher_is_better
+                score = 100.0 - quality + rng.uniform(-5.0, 5.0) if lower else quality
+                rows.append(dict(template, langpair=langpair, system=f"system-{number:03d}", metric=name,
+                                 score=score, verbose=None, signature=template["signature"] if name == "bleu"
+                                 else f"nrefs:1|{name}:synthetic"))
+    return rows
 
 
 def write_sample_report(html_path: str) -> None:
@@ -53,7 +112,32 @@ def write_sample_report(html_path: str) -> None:
            "rows": {"read": sum(r["n_segments"] for r in scores),
                     "scored": sum(r["n_segments"] for r in scores), "rejected": 0}}
     page = render_report(scores, group_cols=["langpair", "system"], title="bleu-spark: WMT22 sample", run=run)
-    with open(html_path, "w", encoding="utf-8") as handle:
+    write(html_path, page)
+
+
+def write_overview_report(html_path: str) -> None:
+    from bleu_spark.report import render_report
+
+    scores = [dict(r, metric="bleu") for r in sample_scores(langpairs=OVERVIEW_PAIRS)]
+    for name in OVERVIEW_METRICS[1:]:
+        scores += metric_scores(name, langpairs=OVERVIEW_PAIRS)
+    run = {"input": os.path.relpath(SAMPLE, ROOT) + " (4 language pairs)",
+           "rows": {"read": sum(r["n_segments"] for r in scores if r["metric"] == "bleu")}}
+    write(html_path, render_report(scores, group_cols=["langpair", "system"],
+                                   title="bleu-spark: WMT22 sample, BLEU, chrF and TER", run=run))
+
+
+def write_many_report(html_path: str) -> None:
+    from bleu_spark.report import render_report
+
+    template = sample_scores(langpairs=["de-en"])[0]
+    scores = many_systems(template, 200, MANY_PAIRS, metrics=("bleu",))
+    write(html_path, render_report(scores, group_cols=["langpair", "system"],
+                                   title="bleu-spark: 200 systems a language pair (random scores)"))
+
+
+def write(path: str, page: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
         handle.write(page)
 
 
@@ -97,11 +181,19 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("html")
     parser.add_argument("png")
-    parser.add_argument("--sample", action="store_true", help="first write HTML: the bundled sample's report")
+    first = parser.add_mutually_exclusive_group()
+    first.add_argument("--sample", action="store_true", help="first write HTML: the bundled sample's report")
+    first.add_argument("--overview", action="store_true",
+                       help="first write HTML: four language pairs of the sample in three metrics")
+    first.add_argument("--many", action="store_true", help="first write HTML: 200 systems a language pair")
     parser.add_argument("--max-height", type=int, default=100_000, help="crop the page to this many pixels")
     args = parser.parse_args(argv)
     if args.sample:
         write_sample_report(args.html)
+    elif args.overview:
+        write_overview_report(args.html)
+    elif args.many:
+        write_many_report(args.html)
     screenshot(args.html, args.png, args.max_height)
     print(args.png)
     return 0

@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from bleu_spark import corpus_bleu
-from bleu_spark.report import interpretation, render_report
+from bleu_spark.metrics import REGISTRY
+from bleu_spark.report import TOP, interpretation, render_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCREENSHOT = os.path.join(ROOT, "scripts", "report_screenshot.py")
@@ -20,6 +21,9 @@ SAMPLE = os.path.join(ROOT, "samples", "wmt22_sample.parquet")
 LANGPAIRS = ["cs-en", "de-en", "en-de"]
 GROUP_COLS = ["langpair", "system"]
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
+BLEU_BANDS = REGISTRY["bleu"].bands
+# Columns of a section's scores table (1-based, as CSS counts them), with no coverage column.
+RANK, SYSTEM, SCORE, N_SEGMENTS, N_REJECTED = 1, 2, 3, 4, 5
 
 
 def load_screenshot_module():
@@ -82,11 +86,15 @@ BAND_AT = [
 
 @pytest.mark.parametrize("score,band", BAND_AT)
 def test_interpretation_at_band_boundaries(score, band):
-    assert interpretation(score) == band
+    assert interpretation(score, BLEU_BANDS) == band
 
 
 def test_interpretation_of_no_score_is_none():
-    assert interpretation(None) is None
+    assert interpretation(None, BLEU_BANDS) is None
+
+
+def test_a_metric_without_bands_has_no_interpretation():
+    assert interpretation(75.0, REGISTRY["ter"].bands) is None
 
 
 def test_report_module_does_not_import_pyspark():
@@ -166,16 +174,18 @@ def test_every_system_has_a_row_and_a_bar_ranked_by_score(open_report, scores):
     assert report.texts("section h2") == sorted(LANGPAIRS)
     for number, rows in enumerate(sections):
         ranked = [r["system"] for r in sorted(rows, key=lambda r: -r["score"])]
-        assert report.column(number, 1) == ranked
-        assert report.column(number, 2) == [f"{r['score']:.2f}" for r in sorted(rows, key=lambda r: -r["score"])]
+        assert report.column(number, SYSTEM) == ranked
+        assert report.column(number, SCORE) == [f"{r['score']:.2f}" for r in sorted(rows, key=lambda r: -r["score"])]
+        assert report.column(number, RANK) == [str(i) for i in range(1, len(rows) + 1)]
         bars = report.page.eval_on_selector_all(
             f"#bars-{number} .barlayer .point path",
             "paths => paths.map(p => { const box = p.getBoundingClientRect(); return [box.top, box.width]; })")
         assert len(bars) == len(rows)
         widths_top_down = [width for _, width in sorted(bars)]
         assert widths_top_down == sorted(widths_top_down, reverse=True) and widths_top_down[-1] > 0
+        # a bar is labelled by its score alone: its band is its colour, named once in the legend
         labels = report.texts(f"#bars-{number} .annotation-text")
-        assert sorted(labels) == sorted(f"{r['score']:.2f}  {interpretation(r['score'])}" for r in rows)
+        assert sorted(labels) == sorted(f"{r['score']:.2f}" for r in rows)
 
 
 @pytest.mark.browser
@@ -201,19 +211,19 @@ def test_a_header_click_sorts_ascending_then_descending(open_report, scores, sam
     short = score_row("cs-en", "Online-W (9 segments)", sample_rows[("cs-en", "Online-W")][:9])
     rows = [r for r in scores if r["langpair"] == "cs-en"] + [short]
     report = open_report(rows, group_cols=GROUP_COLS)
-    before = report.column(0, 1)
-    ranked = [float(text) for text in report.column(0, 2)]
+    before = report.column(0, SYSTEM)
+    ranked = [float(text) for text in report.column(0, SCORE)]
     header = report.page.locator("#section-0 table.scores th", has_text="n_segments")
     header.click()
-    assert report.column(0, 4)[0] == "9" and report.column(0, 1)[0] == short["system"]
+    assert report.column(0, N_SEGMENTS)[0] == "9" and report.column(0, SYSTEM)[0] == short["system"]
     report.page.locator("#section-0 table.scores th", has_text="BLEU").click()
-    ascending = [float(text) for text in report.column(0, 2)]
+    ascending = [float(text) for text in report.column(0, SCORE)]
     assert ascending == sorted(ranked) != ranked
     report.page.locator("#section-0 table.scores th", has_text="BLEU").click()
-    descending = [float(text) for text in report.column(0, 2)]
+    descending = [float(text) for text in report.column(0, SCORE)]
     assert descending == ranked
     report.page.locator("#section-0 table.scores th", has_text="system").click()
-    assert report.column(0, 1) == sorted(before, key=str.lower) != before
+    assert report.column(0, SYSTEM) == sorted(before, key=str.lower) != before
 
 
 @pytest.mark.browser
@@ -221,11 +231,13 @@ def test_bands_at_boundary_scores_are_shown(open_report, scores):
     real = scores[0]
     rows = [dict(real, system=f"at {score}", score=score) for score, _ in BAND_AT]
     report = open_report(rows, group_cols=GROUP_COLS)
-    shown = dict(zip(report.column(0, 1), report.column(0, 3)))
-    assert shown == {f"at {score}": band for score, band in BAND_AT}
+    # each row's band is its swatch's colour, named in the swatch's title and once in the legend
+    names = report.page.eval_on_selector_all("#section-0 td.score .swatch", "ns => ns.map(n => n.title)")
+    assert dict(zip(report.column(0, SYSTEM), names)) == {f"at {score}": band for score, band in BAND_AT}
     legend = " ".join(report.texts(".legend li"))
+    text = report.page.inner_text("main")
     for _, band in BAND_AT:
-        assert band in legend
+        assert band in legend and text.count(band) == 1
 
 
 @pytest.mark.browser
@@ -267,20 +279,28 @@ def test_no_time_chart_with_a_single_date(open_report, scores, sample_rows):
     assert report.count(".chart.time") == 0 and report.count(".chart.bars") == len(LANGPAIRS)
 
 
-HOSTILE = ['<img src=x onerror="window.pwned = 1">', "<script>window.pwned = 2</script>", "A & B \"<b>\""]
+HOSTILE = ['<img src=x onerror="window.pwned = 1">', "<script>window.pwned = 2</script>", "A & B \"<b>\"",
+           "</script><script>window.pwned = 5</script>", "<b>bold</b>"]
+HOSTILE_PAIR = "</script><b>xx-yy</b>"
 
 
 @pytest.mark.browser
 def test_hostile_names_are_shown_as_text(open_report, scores):
     real = [r for r in scores if r["langpair"] == "cs-en"]
-    rows = [dict(real[i], system=name) for i, name in enumerate(HOSTILE)]
+    rows = [dict(real[i], system=name, langpair=pair) for i, name in enumerate(HOSTILE)
+            for pair in ("cs-en", HOSTILE_PAIR)]
     report = open_report(rows, group_cols=GROUP_COLS, title='<img src=x onerror="window.pwned = 3">',
                          run={"run_id": "<img src=x onerror=\"window.pwned = 4\">"})
     report.page.wait_for_timeout(200)  # an onerror of a broken image would have run by now
     assert report.page.evaluate("window.pwned") is None
     assert report.count("img") == 0 and report.count("main script, main b") == 0
-    assert sorted(report.column(0, 1)) == sorted(HOSTILE)
-    assert sorted(report.texts("#bars-0 .ytick text")) == sorted(HOSTILE)
+    assert report.texts("section h2") == [HOSTILE_PAIR, "cs-en"]
+    for section in range(2):
+        assert sorted(report.column(section, SYSTEM)) == sorted(HOSTILE)
+        assert sorted(report.texts(f"#bars-{section} .ytick text")) == sorted(HOSTILE)
+    assert sorted(report.texts("#overview td.label")) == sorted(HOSTILE)
+    assert report.texts("#overview thead th a") == [HOSTILE_PAIR, "cs-en"]
+    assert report.texts("nav.contents li") == [HOSTILE_PAIR, "cs-en"]
     assert report.texts("h1") == ['<img src=x onerror="window.pwned = 3">']
 
 
@@ -290,7 +310,9 @@ def test_flags_for_rejections_coverage_and_unscored_groups(open_report, scores):
     rows[0].update(n_rejected=4, coverage=0.9737)
     rows[1].update(score=None, signature=None, verbose=None, n_segments=0, n_rejected=151)
     report = open_report(rows, group_cols=GROUP_COLS)
-    table = dict(zip(report.column(0, 1), zip(report.column(0, 2), report.column(0, 5), report.column(0, 6))))
+    # a coverage column (5) is shown, as a row has a coverage
+    assert report.texts("#section-0 table.scores th")[4] == "coverage"
+    table = dict(zip(report.column(0, SYSTEM), zip(report.column(0, SCORE), report.column(0, 5), report.column(0, 6))))
     assert table[rows[0]["system"]] == (f"{rows[0]['score']:.2f}", "⚠ 97.4%", "⚠ 4")
     assert table[rows[1]["system"]] == ("—", "—", "⚠ 151")
     assert report.count("#bars-0 .barlayer .point path") == len(rows) - 1
@@ -330,6 +352,155 @@ def test_paired_tests_star_the_significant(open_report, scores):
 def test_one_section_without_a_langpair_column(open_report, scores):
     rows = [{k: v for k, v in r.items() if k != "langpair"} for r in scores if r["langpair"] == "cs-en"]
     report = open_report(rows, group_cols=["system"])
-    assert report.texts("section h2") == ["All groups"]
-    assert sorted(report.column(0, 1)) == sorted(r["system"] for r in rows)
+    assert report.texts("section h2") == ["All systems"]
+    assert sorted(report.column(0, SYSTEM)) == sorted(r["system"] for r in rows)
     assert report.count("#bars-0 .barlayer .point path") == len(rows)
+
+
+# ---- the overview, the contents and the folds, at 1, 10 and 200 systems a pair ----
+
+PAIRS = ["de-en", "en-de", "en-zh"]
+
+
+@pytest.fixture(scope="module")
+def many(shot, scores):
+    """Score rows of N systems in each of PAIRS, BLEU and TER, scores drawn at random."""
+    return lambda systems: shot.many_systems(scores[0], systems, PAIRS, metrics=("bleu", "ter"), seed=systems)
+
+
+def targets(report, selector):
+    """The element id each link under `selector` points to, and whether that element exists."""
+    return report.page.eval_on_selector_all(selector, """links => links.map(a => {
+        const id = a.getAttribute("href").slice(1);
+        return [id, document.getElementById(id) !== null]; })""")
+
+
+def section_title(report, anchor):
+    return report.page.text_content(f"#{anchor} h2").strip()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("systems", [1, 10, 200])
+def test_the_overview_links_every_score_to_its_section(open_report, many, systems):
+    rows = many(systems)
+    report = open_report(rows, group_cols=GROUP_COLS)
+    sections = report.page.eval_on_selector_all("section", "ns => ns.map(n => n.id)")
+    assert len(sections) == len(PAIRS) * 2
+    # a matrix per metric, a column per language pair, its best rows shown and the rest folded
+    assert report.texts(".switch button") == ["BLEU", "TER"]
+    assert report.count("#overview .metric-matrix") == 2
+    shown = min(systems, TOP)
+    for matrix, title in ((0, "BLEU"), (1, "TER")):
+        heads = report.texts(f"#matrix-{matrix} > .table-wrap thead th a")
+        assert heads == PAIRS
+        assert report.count(f"#matrix-{matrix} > .table-wrap tbody tr") == shown
+        assert report.count(f"#matrix-{matrix} details tbody tr") == systems - shown
+        # every score links to the section of its language pair and metric, and is its score there
+        links = targets(report, f"#matrix-{matrix} td.cell a")
+        assert len(links) == len(PAIRS) * systems and all(found for _, found in links)
+        cells = report.page.eval_on_selector_all(f"#matrix-{matrix} > .table-wrap tbody tr", """rows => rows.map(r =>
+            [r.querySelector("td.label").textContent, Array.from(r.querySelectorAll("td.cell a")).map(a => [a.getAttribute("href").slice(1), a.textContent])])""")
+        for system, linked in cells:
+            assert len(linked) == len(PAIRS)
+            for pair, (anchor, score) in zip(PAIRS, linked):
+                assert section_title(report, anchor) == f"{pair} · {title}"
+                mine = [r for r in rows if (r["langpair"], r["system"], r["metric"]) == (pair, system, title.lower())]
+                assert score == f"{mine[0]['score']:.2f}"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("systems", [1, 10, 200])
+def test_contents_bands_once_and_the_best_systems_shown(open_report, many, systems):
+    rows = many(systems)
+    report = open_report(rows, group_cols=GROUP_COLS)
+    sections = report.page.eval_on_selector_all("section", "ns => ns.map(n => n.id)")
+    # the contents link every section once, and the overview and the guide to the bands
+    links = targets(report, "nav.contents a")
+    assert all(found for _, found in links)
+    assert sorted(anchor for anchor, _ in links) == sorted(sections + ["overview", "reading"])
+    assert report.texts("nav.contents li") == [f"{pair}BLEUTER" for pair in PAIRS]
+    # the bands explained once, with their source; a section counts its systems
+    assert report.count(".legend") == 1 and report.count("#reading a[href^='https://']") == 1
+    text = report.page.inner_text("main")
+    for band in (b[2] for b in BLEU_BANDS):
+        assert text.count(band) == 1
+    assert text.count("compare scores within a section only") == 1
+    shown = min(systems, TOP)
+    noun = "system" if systems == 1 else "systems"
+    for number in range(len(sections)):
+        summary = report.texts(f"#section-{number} .summary")[0]
+        assert summary.startswith(f"{systems} {noun}") and "group" not in summary
+        assert report.count(f"#bars-{number} .barlayer .point path") == shown
+        top = report.texts(f"#section-{number} > .table-wrap table.scores tbody td:nth-child({RANK})")
+        assert top == [str(i) for i in range(1, shown + 1)]
+        assert report.count(f"#section-{number} details tbody tr") == systems - shown
+        assert report.count(f"#section-{number} .signature code") == 1
+        headers = report.texts(f"#section-{number} > .table-wrap table.scores th")
+        assert headers == ["#", "system", section_title(report, sections[number]).split(" · ")[1], "n_segments",
+                           "n_rejected"]  # no coverage column, no signature column
+
+
+@pytest.mark.browser
+def test_two_hundred_systems_make_a_page_of_bounded_height(open_report, many):
+    rows = many(200)
+    report = open_report(rows, group_cols=GROUP_COLS)
+    height = report.page.evaluate("document.documentElement.scrollHeight")
+    # the best 20 of a section: its bars and rows; the other 180 folded, closed
+    assert height < 2500 + len(PAIRS) * 2 * 1700, height
+    report.page.click("#section-0 details summary")
+    opened = report.page.evaluate("document.documentElement.scrollHeight")
+    assert opened > height + 180 * 20  # the folded rows are there, a row high each
+
+
+@pytest.mark.browser
+def test_the_metric_switch_shows_one_matrix_at_a_time(open_report, many):
+    report = open_report(many(10), group_cols=GROUP_COLS)
+    visible = lambda: report.page.eval_on_selector_all(
+        ".metric-matrix", "ms => ms.map(m => m.getBoundingClientRect().height > 0)")
+    assert visible() == [True, False]
+    report.page.click(".switch button:text('TER')")
+    assert visible() == [False, True]
+    # TER: lower is better, so the darkest cell of a column is its lowest score
+    column = report.page.eval_on_selector_all(
+        "#matrix-1 > .table-wrap tbody td.cell:nth-child(3)",
+        "cells => cells.map(c => [parseFloat(c.textContent), c.classList.contains('dark')])")
+    lowest = min(score for score, _ in column)
+    assert dict(column)[lowest] is True and dict(column)[max(score for score, _ in column)] is False
+
+
+@pytest.mark.browser
+def test_the_baseline_is_marked_where_its_system_shows(open_report, scores):
+    systems = [r["system"] for r in scores if r["langpair"] == "de-en"]
+    paired = [{"langpair": "de-en", "system": s, "baseline": systems[0], "test": "paired-bs", "delta": 0.5,
+               "p_value": 0.2} for s in systems[1:]]
+    report = open_report(scores, group_cols=GROUP_COLS, paired=paired)
+    de_en = sorted(LANGPAIRS).index("de-en")
+    assert report.texts(f"#section-{de_en} h3") == ["Scores", f"Paired tests against the baseline: {systems[0]}"]
+    marked = report.texts(f"#section-{de_en} table.scores tr.baseline td:nth-child({SYSTEM})")
+    assert marked == [f"{systems[0]}baseline"]
+    assert report.count(f"section:not(#section-{de_en}) tr.baseline") == 0
+    assert [t for t in report.texts(f"#bars-{de_en} .annotation-text") if "baseline" in t] == \
+        [f"{next(r['score'] for r in scores if r['system'] == systems[0] and r['langpair'] == 'de-en'):.2f}  baseline"]
+    assert report.texts("#overview td.label .tag") == ["baseline"]
+
+
+@pytest.mark.browser
+def test_a_partitioned_report_names_the_partitions_it_covers(open_report, scores):
+    days = [datetime.date(2026, 1, day) for day in (3, 1, 2)]
+    report = open_report(scores, group_cols=GROUP_COLS, run={"run_id": "r3", "input": "day3.parquet"},
+                         partitions={"run_date": days})
+    assert report.texts(".run .caption") == ["Last run:", "The scores cover every partition:"]
+    assert dict(zip(report.texts(".partitions dt"), report.texts(".partitions dd"))) == \
+        {"run_date": "2026-01-01, 2026-01-02, 2026-01-03 (3 partitions)"}
+    daily = open_report(scores, group_cols=GROUP_COLS, partitions={"run_date": [f"2026-02-{d:02d}" for d in range(1, 29)]})
+    assert daily.texts(".partitions dd") == ["2026-02-01 … 2026-02-28 (28 partitions)"]
+    plain = open_report(scores, group_cols=GROUP_COLS, run={"run_id": "r3"})
+    assert plain.count(".partitions") == 0 and plain.count(".run .caption") == 0
+
+
+@pytest.mark.browser
+def test_groups_of_several_columns_are_counted_as_groups(open_report, scores):
+    rows = [dict(r, domain="news") for r in scores if r["langpair"] == "cs-en"]
+    report = open_report(rows, group_cols=["langpair", "system", "domain"])
+    assert report.texts("#section-0 .summary")[0].startswith(f"{len(rows)} groups")
+    assert report.texts("#overview td.label")[0].endswith(" · news")

@@ -224,5 +224,8 @@ def test_the_report_of_a_partitioned_folder_has_a_line_per_system_over_its_days(
                 f"#time-{section} .scatterlayer .trace path.js-line",
                 "paths => paths.filter(p => p.getAttribute('d')).length")
             assert rows == lines == 3  # systems A, B, C: a row each, and a line over the 3 days
+        # the header's run facts are the last run's; the scores cover the days kept and its own
+        assert page.eval_on_selector_all(".partitions dd", "ns => ns.map(n => n.textContent)") == \
+            ["2026-01-01, 2026-01-02, 2026-01-03 (3 partitions)"]
         browser.close()
     assert all(url.startswith(("file:", "data:", "blob:", "about:")) for url in requests)

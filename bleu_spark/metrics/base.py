@@ -16,7 +16,9 @@ console table work from these declarations alone:
   vectorized over many rows of sums (bootstrap replicates, randomization trials);
 - `result(...)`: its result fields, signature and text line, and `sacrebleu_json(...)` the
   fields sacrebleu's JSON adds (`name`, `verbose_score`);
-- `sentence_score(...)`, `higher_is_better`, `title`, `bands` (how a person reads a score).
+- `sentence_scores(stats)`: each segment's sentence-level score, from its own statistics;
+- `sentence_score(...)`, `higher_is_better`, `title`, `bands` and `bands_source` (how a person
+  reads a score, and on whose authority).
 """
 from __future__ import annotations
 
@@ -55,6 +57,8 @@ class Metric(ABC):
     higher_is_better: ClassVar[bool] = True
     uses_tokenizer: ClassVar[bool] = False   # statistics follow the row's tokenizer (--tokenize)
     bands: ClassVar[Tuple[Band, ...]] = ()   # interpretation bands, highest first; () for none
+    # Where the bands come from, as (text, address): a reader weighs a band by its source.
+    bands_source: ClassVar[Tuple[str, str]] = ("", "")
     # The fields `result` gives (each a score row's field), with their Arrow types.
     result_types: ClassVar[Mapping[str, pa.DataType]] = {}
     # Group columns may not start with these (statistic columns of the metric have them).
@@ -151,9 +155,18 @@ class Metric(ABC):
         """sacrebleu's own metric with these options, for the exact bootstrap replay."""
         raise NotImplementedError(f"{self.name}: no sacrebleu replay")
 
-    def sentence_score(self, candidate: str, references: Sequence[Optional[str]]) -> float:
+    def sentence_scores(self, stats: np.ndarray) -> np.ndarray:
+        """Each segment's sentence-level score (sacrebleu's `sentence_score`) from its own
+        statistics: float64, one per row of (n, width)."""
+        return self.scores(stats)
+
+    def sentence_score(self, candidate: str, references: Sequence[Optional[str]],
+                       tokenizer=None) -> float:
         """The sentence-level score of one segment, as sacrebleu's `sentence_score`."""
-        raise NotImplementedError
+        stats = self.segment_statistics(pa.array([candidate], pa.string()),
+                                        pa.array([list(references)], pa.list_(pa.string())),
+                                        tokenizer)
+        return float(self.sentence_scores(stats)[0])
 
     def interpretation(self, score: Optional[float]) -> Optional[str]:
         band = self.band(score)

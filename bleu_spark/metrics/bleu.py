@@ -221,6 +221,8 @@ class Bleu(Metric):
     name = "bleu"
     title = "BLEU"
     bands = BANDS
+    bands_source = ("the rough guide of Google Cloud's AutoML Translation documentation, "
+                    "\"Evaluating models\"", "https://cloud.google.com/translate/automl/docs/evaluate")
     uses_tokenizer = True
     result_types = {"score": pa.float64(), "counts": pa.list_(pa.int64()),
                     "totals": pa.list_(pa.int64()), "precisions": pa.list_(pa.float64()),
@@ -300,14 +302,15 @@ class Bleu(Metric):
                     smooth_value=config.smooth_value, max_ngram_order=config.max_ngram_order,
                     effective_order=config.effective_order)
 
+    def sentence_scores(self, stats: np.ndarray) -> np.ndarray:
+        """sacrebleu's `sentence_bleu`: the run's smoothing, with effective order on."""
+        return scores_of_sums(stats, dataclasses.replace(self.config, effective_order=True))
+
     def sentence_score(self, candidate: str, references: Sequence[Optional[str]],
-                       tokenize: str = "13a") -> float:
-        """sacrebleu's `sentence_bleu` (effective order on) of one segment."""
+                       tokenizer=None) -> float:
+        """`tokenizer`: a LineTokenizer, or its name (13a when none)."""
         from ..tokenizers import LineTokenizer
 
-        config = dataclasses.replace(self.config, effective_order=True)
-        tokenizer = LineTokenizer(tokenize, config.lowercase)
-        stats = segment_statistics(pa.array([candidate], pa.string()),
-                                   pa.array([list(references)], pa.list_(pa.string())),
-                                   tokenizer, config.max_ngram_order).stats[0]
-        return bleu_from_statistics(stats.tolist(), config)[0]
+        if not isinstance(tokenizer, LineTokenizer):
+            tokenizer = LineTokenizer(tokenizer or "13a", self.config.lowercase)
+        return super().sentence_score(candidate, references, tokenizer)

@@ -147,11 +147,6 @@ class Chrf(Metric):
         return CHRF(char_order=o.char_order, word_order=o.word_order, beta=o.beta,
                     lowercase=o.lowercase, whitespace=o.whitespace, eps_smoothing=o.eps_smoothing)
 
-    def sentence_score(self, candidate: str, references: Sequence[Optional[str]]) -> float:
-        stats = chrf_statistics(pa.array([candidate], pa.string()),
-                                pa.array([list(references)], pa.list_(pa.string())), self.options)
-        return self.score(stats[0])
-
 
 class ChrfPlusPlus(Chrf):
     """chrF++: chrF with word n-grams up to 2 (sacrebleu's `CHRF(word_order=2)`)."""

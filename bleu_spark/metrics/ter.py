@@ -125,8 +125,3 @@ class Ter(Metric):
         o = self.options
         return TER(case_sensitive=o.case_sensitive, normalized=o.normalized, no_punct=o.no_punct,
                    asian_support=o.asian_support)
-
-    def sentence_score(self, candidate: str, references: Sequence[Optional[str]]) -> float:
-        stats = self.segment_statistics(pa.array([candidate], pa.string()),
-                                        pa.array([list(references)], pa.list_(pa.string())))
-        return self.score(stats[0])

@@ -6,7 +6,7 @@ is already small and `bleu_spark.views` makes the same checks and scores as for 
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Optional, Sequence
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import metrics, output as out, predicate, statstable
+from .. import metrics, output as out, predicate, segments, statstable
 from ..errors import InputNotFoundError
 from ..predicate import Predicate
 from . import io
@@ -22,12 +22,15 @@ from . import io
 FILE = "_bleu_spark_file"  # each row's file, while its partition values are joined on
 
 
-def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None) -> pa.Table:
+def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None,
+               kept: Optional[Sequence[str]] = None, resample: bool = False) -> pa.Table:
+    """Statistics summed per group (`kept`: the group columns asked for; None: all of the
+    table's). A segments table's replicate sums are drawn here, per group, when `resample`."""
     out.recover_before_reading(path)  # never a half-committed folder
     fs, root = out.filesystem(path)
     marker = out.read_marker(fs, root)
     stats_path = path.rstrip("/") + "/stats" if marker else path
-    if marker is None and os.path.basename(root) == "stats":
+    if marker is None and os.path.basename(root) in ("stats", "segments"):
         marker = out.read_marker(fs, os.path.dirname(root))
     if marker and marker.get("partition_by"):
         frame = _partitioned(spark, stats_path, marker)
@@ -46,19 +49,43 @@ def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None
     values = {*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
               *statstable.SAMPLES}
     stats = [c for c in columns if c not in values and metrics.is_stat_column(c)]
-    keys = [c for c in columns if c not in values and c not in stats] + list(statstable.MEASUREMENT)
+    groups = [c for c in columns if c not in values and c not in stats and c not in statstable.SEGMENT_VALUES]
+    keys = [c for c in groups if kept is None or c in kept] + list(statstable.MEASUREMENT)
+    draw = None
+    if resample and statstable.SEGMENT_HASH in columns:  # a segments table: drawn from the hashes
+        draw = segments.draw_of([r[0] for r in frame.select(statstable.RESAMPLING).distinct().collect()])
+    frame = frame.select(*keys, *[c for c in frame.columns if c not in keys and c not in groups])
+    schema = _summed_schema(frame.schema)
     # Rows of a key meet in one task and are added up there as `score` adds them (replicate sums
     # are lists Spark SQL cannot add element-wise): what reaches the driver is a row per group.
-    summed = frame.repartition(*keys).mapInArrow(_adding_up(keys), frame.schema)
+    summed = frame.repartition(*keys).mapInArrow(_adding_up(keys, schema, draw), schema)
     return statstable.upgraded(summed.toArrow())  # format 1's replicate rows came as keys
 
 
-def _adding_up(keys):
+def _summed_schema(schema: T.StructType) -> T.StructType:
+    """The columns of summed rows: a segment's own values left out, the packed sums in."""
+    fields = [f for f in schema.fields if f.name not in statstable.SEGMENT_VALUES]
+    names = {f.name for f in fields}
+    return T.StructType(fields + [T.StructField(c, T.ArrayType(T.LongType()))
+                                  for c in statstable.SAMPLES if c not in names])
+
+
+def _adding_up(keys, schema: T.StructType, draw=None):
+    names = schema.fieldNames()
+
     def run(batches):
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
-        if tables:
-            table = pa.concat_tables(tables)
-            yield from statstable.add_up(table, keys).select(table.column_names).to_batches()
+        if not tables:
+            return
+        table = pa.concat_tables(tables)
+        if draw is not None:
+            added = segments.with_replicate_sums(table, keys, *draw)
+        else:
+            added = statstable.add_up(table, keys)
+        for name in names:
+            if name not in added.column_names:
+                added = added.append_column(name, pa.nulls(added.num_rows, pa.list_(pa.int64())))
+        yield from added.select(names).to_batches()
 
     return run
 

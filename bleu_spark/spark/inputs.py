@@ -15,13 +15,14 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from ..errors import UsageError
 from ..rows import AMBIGUOUS_REFERENCE, DUPLICATE_SEGMENT, NO_REFERENCE_ROW
+from ..segments import POSITION
 from . import io
 
 REFERENCES = "_references"   # the normalized array<string> the partition function reads
@@ -137,11 +138,13 @@ def _duplicates_flagged(frame: DataFrame, group_cols, segment_key) -> DataFrame:
 
 
 def scoring_input(spark: SparkSession, table: io.InputTable, options, group_cols, langpair_col,
-                  rows: int, scan=None) -> ScoringInput:
+                  rows: int, scan=None, carried: Sequence[str] = (),
+                  position: bool = False) -> ScoringInput:
     """What the partition function scores. `scan`: an ArrowScan of the input, for rows scored
-    where they lie (Spark reads them only to write the rejected ones)."""
+    where they lie (Spark reads them only to write the rejected ones). `carried`: more input
+    columns it reads; `position`: each row's file and index in it (`segments.POSITION`)."""
     keep = list(dict.fromkeys([*group_cols, options.candidate_col,
-                               *([langpair_col] if langpair_col else [])]))
+                               *([langpair_col] if langpair_col else []), *carried]))
     if options.references:
         return _joined(spark, table.frame, options, group_cols, keep)
     segment_key = tuple(options.segment_key)
@@ -151,7 +154,9 @@ def scoring_input(spark: SparkSession, table: io.InputTable, options, group_cols
         listed = len(names) == 1 and io.is_string_array(df.schema[names[0]].dataType)
         references = F.col(names[0]) if listed else F.array(*[F.col(n) for n in names])
         added = [references.alias(REFERENCES), F.lit(None).cast("string").alias(ROW_REASON)]
-        frame = df.select(*keep, *[c for c in segment_key if c not in keep], *added)
+        where = [F.col(f"_metadata.{name}").alias(column)
+                 for name, column in zip(("file_path", "row_index"), POSITION)] if position else []
+        frame = df.select(*keep, *[c for c in segment_key if c not in keep], *added, *where)
         return (_duplicates_flagged(frame, group_cols, segment_key),
                 _duplicates_flagged(df.select("*", *added), group_cols, segment_key))
 

@@ -8,7 +8,7 @@ import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numba
@@ -21,11 +21,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import __version__, bootstrap, output as out, ranges, statstable, views
+from .. import __version__, bootstrap, metrics, output as out, ranges, segments, statstable, views
 from ..config import AUTO, BleuConfig
 from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
-from . import inputs, io
+from ..segments import SegmentsPlan
+from . import drilldown, inputs, io
 from .progress import Progress
 from .scan import ArrowScan, arrow_scan
 from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, METRIC, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
@@ -63,6 +64,8 @@ class JobOptions:
     resampling: bootstrap.Resampling = field(default_factory=bootstrap.Resampling)
     metrics: Tuple[str, ...] = DEFAULT_METRICS          # measured in one pass, by registry name
     metric_settings: Tuple[Tuple[str, Any], ...] = ()   # other metrics' options, e.g. chrf_beta
+    segments: bool = False                              # also write DIR/segments/, a row a segment
+    segments_columns: Tuple[str, ...] = ()              # input columns the segments table carries
 
     def __post_init__(self):
         object.__setattr__(self, "metrics", parse_names(self.metrics))
@@ -83,6 +86,10 @@ class JobOptions:
             raise UsageError("give --group-by or --grouping-sets, not both")
         inputs.check_reference_options(self)
         out.check_partition_names(self.partition_by)
+        if self.segments_columns and not self.segments:
+            raise UsageError("--segments-columns is only used with --segments")
+        if self.segments and not self.output:
+            raise UsageError("--segments needs --output DIR: the segments table is written there")
 
 
 @dataclass
@@ -148,13 +155,43 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     per_segment = (tuple(c for c in (*options.join_on, *options.segment_key) if c not in group_cols)
                    if resampling.active and not poisson else ())
     return PartitionPlan(config=config, group_cols=group_cols,
+                         segments=segments_plan(options, columns),
                          candidate_col=options.candidate_col, references_col=inputs.REFERENCES,
                          langpair_col=options.langpair_col if auto else None,
                          reason_col=inputs.ROW_REASON,
-                         segment_hash_col=SEGMENT_HASH if poisson else None,
+                         segment_hash_col=SEGMENT_HASH if poisson or options.segments else None,
                          replicates=resampling.replicates, trials=resampling.trials,
                          seed=resampling.seed, per_segment=tuple(dict.fromkeys(per_segment)),
                          metrics=configured(options.metrics, dict(options.metric_settings), config))
+
+
+def segments_plan(options: JobOptions, columns: Sequence[str]) -> Optional[SegmentsPlan]:
+    """What `--segments` writes beside each segment's statistics: its key (the segment key, else
+    its position in its file) and the columns asked for. Where: set when the output is open."""
+    if not options.segments:
+        return None
+    key = tuple(dict.fromkeys([*options.join_on, *options.segment_key])) or segments.POSITION
+    taken = [c for c in segments.POSITION if c in columns and key == segments.POSITION]
+    if taken:
+        raise UsageError(f"input has a column {taken[0]}, the name --segments gives a row's "
+                         f"position in its file; pass --segment-key COLS (what names a segment) "
+                         f"or rename the column")
+    carried, missing = [], []
+    for name in options.segments_columns:
+        if name in columns:
+            carried.append((name, name))
+        elif name == segments.REFERENCES:  # the references as scored, whatever their shape
+            carried.append((name, inputs.REFERENCES))
+        else:
+            missing.append(name)
+    if missing:
+        raise MissingColumnError(f"--segments-columns: input has no column {', '.join(missing)}")
+    reserved = [n for n, _ in carried if n in views.RESERVED or metrics.reserved_column(n)]
+    if reserved:
+        raise UsageError(f"--segments-columns: {', '.join(reserved)} has the name of a column of "
+                         f"the segments table; rename it in the input")
+    return SegmentsPlan(uri="", run_id="", partition_by=tuple(options.partition_by), key_cols=key,
+                        carried=tuple(carried), resampling=options.resampling.label)
 
 
 def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> DataFrame:
@@ -200,14 +237,19 @@ class Measurement:
     """One pass over the candidates: their statistics table, and what it found."""
 
     def __init__(self, spark: SparkSession, table: io.InputTable, options: JobOptions,
-                 rows_done=None, rows: Optional[int] = None, scan: Optional[ArrowScan] = None):
+                 rows_done=None, rows: Optional[int] = None, scan: Optional[ArrowScan] = None,
+                 plan: Optional[PartitionPlan] = None):
         self.options = options
         self.references_tokenized = spark.sparkContext.accumulator(0)
-        self.plan = plan_for(table.schema, options)
+        self.plan = plan or plan_for(table.schema, options)
         self.sets = grouping_sets(options, table.schema.fieldNames())
+        columns = table.schema.fieldNames()
+        carried = [c for c in self.plan.read_columns if c in columns]
+        position = bool(self.plan.segments) and self.plan.segments.key_cols == segments.POSITION
         self.input = inputs.scoring_input(spark, table, options, self.plan.group_cols,
                                           self.plan.langpair_col,
-                                          table.frame.count() if rows is None else rows, scan)
+                                          table.frame.count() if rows is None else rows, scan,
+                                          carried, position)
         accumulators = (rows_done, self.references_tokenized)
         if self.input.scan is not None:
             partials = self.input.scan.partial_sums(spark, self.plan, *accumulators)
@@ -314,7 +356,11 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     try:
         job_group = f"bleu-spark-{run_id}"
         spark.sparkContext.setJobGroup(job_group, "bleu-spark score")
-        found = arrow_scan(spark, table, options, plan_for(schema, options))
+        plan = plan_for(schema, options)
+        if plan.segments:  # written by the tasks, into the staging folder, committed with the rest
+            where = replace(plan.segments, uri=f"{output.staging_uri}/{segments.TABLE}", run_id=run_id)
+            plan = replace(plan, segments=where)
+        found = arrow_scan(spark, table, options, plan)
         scan = found if isinstance(found, ArrowScan) else None  # else why Spark's scan reads
         # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
         rows_read = scan.rows if scan else table.frame.count()
@@ -335,7 +381,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             print(f"bleu-spark: warning: {warning}", file=sys.stderr, flush=True)
         with splits, Progress(spark, rows_read, options.progress_seconds,
                               after=_after_scoring(resampling)) as progress:
-            measurement = Measurement(spark, table, options, progress.rows, rows_read, scan)
+            measurement = Measurement(spark, table, options, progress.rows, rows_read, scan, plan)
         layout = measurement.input.layout
         if scan:
             layout["scan"] = "arrow"
@@ -359,8 +405,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             write_start = time.time()
             if measurement.rejected:
                 write_rejected(measurement.rejected_frame(), output, options.partition_by)
+            drill = _drilldown(spark, plan, schema, resampling) if options.report else None
             views.write_views(output, measurement.stats, scores, measurement.sets, options.config,
-                              run, options.report, resampling, measurement.segments, paired)
+                              run, options.report, resampling, measurement.segments, paired, drill)
             timings["write_s"] = time.time() - write_start
         timings["total_s"] = time.time() - started
         run["timings"] = timings
@@ -369,7 +416,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             # the commit's lock, before any move, so a group it cannot score leaves DIR as it was.
             hashed = resampling if resampling.method == bootstrap.POISSON else None
             report = (lambda staged: views.write_partitioned_report(
-                staged, measurement.stats, measurement.sets, options.config, run, hashed)) \
+                staged, measurement.stats, measurement.sets, options.config, run, hashed, drill)) \
                 if options.report and options.partition_by else None
             output.commit(run, report)
         return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)
@@ -380,6 +427,21 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if unreadable is not None:
             raise unreadable from None
         raise
+
+
+def _drilldown(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
+               resampling: bootstrap.Resampling) -> Optional[dict]:
+    """What the report shows of this run's segments (`--segments`), read back from where the
+    tasks wrote them; None without them."""
+    if plan.segments is None:
+        return None
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    where = plan.segments
+    types = {c: str(to_arrow_type(schema[c].dataType)) for c in where.partition_by}
+    frame = drilldown.read(spark, where.uri, where.partition_by, types)
+    return drilldown.highlights(frame, plan.group_cols, where.key_cols,
+                                [name for name, _ in where.carried], resampling.baseline)
 
 
 def write_rejected(frame: DataFrame, output, partition_by: Sequence[str]) -> None:

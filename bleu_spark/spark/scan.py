@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
-from urllib.parse import unquote, urlparse
+from urllib.parse import quote, unquote, urlparse
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +33,7 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
 from ..errors import InputNotFoundError
 from ..hashes import reference_hashes
+from ..segments import INPUT_FILE, INPUT_ROW, POSITION
 from . import io
 from .inputs import scoring_tasks, user_split_bytes
 from .stats import merged_sums, output_schema, partial_sums as partition_function
@@ -50,6 +51,7 @@ class Piece:
     path: str
     row_groups: Tuple[int, ...]
     folders: Tuple[Tuple[str, object], ...]
+    first_row: int = 0                     # of its first row group, in the file
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class ArrowScan:
     reason: str                            # the column of reasons found across rows: all null here
     segment_hash: Optional[str]            # Spark's xxhash64 of the references, when resampling
     batch_rows: int = 10_000
+    position: bool = False                 # each row's file and index in it (segments.POSITION)
 
     @property
     def schema(self) -> pa.Schema:
@@ -106,15 +109,21 @@ class ArrowScan:
         schema = self.schema
         for task in indices:
             for piece in self.tasks[task]:
+                row = piece.first_row
                 for batch in _read(piece, self.file_columns, self.batch_rows):
-                    yield self._shaped(batch, piece, schema)
+                    yield self._shaped(batch, piece, schema, row)
+                    row += batch.num_rows
 
-    def _shaped(self, batch: pa.RecordBatch, piece: Piece, schema: pa.Schema) -> pa.RecordBatch:
+    def _shaped(self, batch: pa.RecordBatch, piece: Piece, schema: pa.Schema, row: int) -> pa.RecordBatch:
         n, folders = batch.num_rows, dict(piece.folders)
         arrays = []
         references = self._references(batch)
+        position = {INPUT_FILE: pa.repeat(spark_file_uri(piece.path), n),
+                    INPUT_ROW: pa.array(np.arange(row, row + n))} if self.position else {}
         for field in schema:
-            if field.name == self.references:
+            if field.name in position:
+                array = position[field.name]
+            elif field.name == self.references:
                 array = references
             elif field.name == self.reason:
                 array = pa.nulls(n, field.type)
@@ -182,6 +191,11 @@ def _read(piece: Piece, columns: List[str], batch_rows: int) -> Iterator[pa.Reco
         raise UnreadableFile(piece.path, " ".join(str(exc).split())[:300]) from None
 
 
+def spark_file_uri(path: str) -> str:
+    """A local file as Spark's `_metadata.file_path` names it (`file:/dir/name.parquet`)."""
+    return "file:" + quote(os.path.abspath(path), safe="/=:@&+$,;!*'()~")
+
+
 def _local_path(uri: str) -> str:
     return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
 
@@ -223,6 +237,9 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
     in_files = set.intersection(*(set(m.schema.to_arrow_schema().names) for m in footers.values()))
     added = {plan.references_col: T.ArrayType(T.StringType()), plan.reason_col: T.StringType(),
              plan.segment_hash_col: T.LongType()}
+    position = bool(plan.segments) and plan.segments.key_cols == POSITION
+    if position:
+        added.update({INPUT_FILE: T.StringType(), INPUT_ROW: T.LongType()})
     fields = [T.StructField(c, added[c]) if c in added else table.schema[c] for c in plan.read_columns]
     read = [f for f in fields if f.name in in_files]
     folders = [f for f in fields if f.name not in added and f.name not in in_files]
@@ -244,14 +261,17 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
                      file_columns=tuple(dict.fromkeys([f.name for f in read] + list(options.references_cols))),
                      references_cols=tuple(options.references_cols), references=plan.references_col,
                      reason=plan.reason_col, segment_hash=plan.segment_hash_col,
-                     batch_rows=batch_rows if batch_rows > 0 else 10_000)
+                     batch_rows=batch_rows if batch_rows > 0 else 10_000, position=position)
 
 
 def _pieces(files, footers, folders, base) -> Tuple[List[Piece], List[int]]:
     """Every row group of every file as a piece, with its partition folders' values typed as
     Spark types them, and its rows."""
     values = _folder_values(files, base, [f.name for f in folders])
-    pieces = [Piece(f, (g,), tuple((d.name, _typed(values[f].get(d.name), d.dataType)) for d in folders))
+    first_rows = {f: np.cumsum([0, *(footers[f].row_group(g).num_rows
+                                     for g in range(footers[f].num_row_groups))]) for f in files}
+    pieces = [Piece(f, (g,), tuple((d.name, _typed(values[f].get(d.name), d.dataType)) for d in folders),
+                    int(first_rows[f][g]))
               for f in files for g in range(footers[f].num_row_groups)]
     return pieces, [footers[p.path].row_group(p.row_groups[0]).num_rows for p in pieces]
 
@@ -264,7 +284,8 @@ def _balanced(pieces: List[Piece], sizes: List[int], tasks: int) -> Tuple[Tuple[
     for piece, start in zip(pieces, np.cumsum([0, *sizes[:-1]])):
         task = grouped.setdefault(min(tasks - 1, int(start) * tasks // total), [])
         if task and task[-1].path == piece.path:
-            task[-1] = Piece(piece.path, task[-1].row_groups + piece.row_groups, piece.folders)
+            task[-1] = Piece(piece.path, task[-1].row_groups + piece.row_groups, piece.folders,
+                             task[-1].first_row)
         else:
             task.append(piece)
     return tuple(tuple(task) for task in grouped.values())

@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 
 from .. import bootstrap, metrics, statstable
 from ..config import BleuConfig
+from ..segments import SegmentsPlan, SegmentsWriter, rows_table
 from ..rows import present_references, rejection_reasons
 from ..tokenizers import LineTokenizer, build_tokenizer
 
@@ -49,6 +50,8 @@ class PartitionPlan:
     per_segment: Tuple[str, ...] = ()
     # The metrics measured, with their options; () for the default ones with `config`.
     metrics: Tuple[metrics.Metric, ...] = ()
+    # Every scored segment written by its task (`--segments`), or None.
+    segments: Optional[SegmentsPlan] = None
 
     @property
     def measured(self) -> Tuple[metrics.Metric, ...]:
@@ -62,7 +65,8 @@ class PartitionPlan:
     @property
     def read_columns(self) -> Tuple[str, ...]:
         """The columns the partition function reads, in the order it gets them."""
-        return tuple(dict.fromkeys([*self.group_cols, *self.per_segment, self.candidate_col,
+        kept = (*self.segments.key_cols, *(c for _, c in self.segments.carried)) if self.segments else ()
+        return tuple(dict.fromkeys([*self.group_cols, *self.per_segment, *kept, self.candidate_col,
                                     self.references_col,
                                     *([self.langpair_col] if self.langpair_col else []),
                                     *([self.segment_hash_col] if self.segment_hash_col else []),
@@ -136,6 +140,7 @@ class _PartitionSums:
         self.references_tokenized = 0
         self.pending = []
         self.samples = _SampleSums(plan) if plan.replicates or plan.trials else None
+        self.segments = _Segments(plan) if plan.segments else None
 
     def tokenizer(self, name: str) -> LineTokenizer:
         if name not in self.tokenizers:
@@ -158,6 +163,8 @@ class _PartitionSums:
             tokenize = names if metric.uses_tokenizer else pa.nulls(batch.num_rows, pa.string())
             if self.samples:
                 self.samples.add(batch, scored, tokenize, stats, metric.name)
+            if self.segments:
+                self.segments.add(batch, scored_rows, metric, stats, tokenize, n_refs)
             label = pa.repeat(pa.scalar(metric.name, pa.string()), batch.num_rows)
             columns = [*groups, tokenize, label, reasons, *counts]
             own = dict(zip(metric.names, stats.T))
@@ -166,6 +173,8 @@ class _PartitionSums:
             tables.append(pa.table(columns, names=[*self.keys, N_SEGMENTS, MIN_REFS, MAX_REFS,
                                                    FINGERPRINT, *plan.stat_columns]))
         self.pending.append(statstable.add_up(pa.concat_tables(tables), self.keys))
+        if self.segments:
+            self.segments.flush()
         if len(self.pending) >= self.MERGE_EVERY:
             self.pending = [self._merged()]
 
@@ -204,6 +213,60 @@ class _PartitionSums:
             sums = self.samples.sums[name] if self.samples else {}
             plain = plain.append_column(name, _sample_lists(plain, self.plan, sums))
         return plain.select(partial_columns(self.plan))
+
+
+class _Segments:
+    """The scored segments of a partition, written as they are measured (`--segments`)."""
+
+    def __init__(self, plan: PartitionPlan):
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        self.plan = plan
+        self.writer = SegmentsWriter(plan.segments, task.partitionId() if task else 0,
+                                     task.attemptNumber() if task else 0)
+        self.signatures: Dict[str, str] = {}
+        self.pending = []
+
+    def add(self, batch: pa.RecordBatch, rows: np.ndarray, metric, stats: np.ndarray,
+            tokenize: pa.Array, n_refs: np.ndarray) -> None:
+        if not len(rows):
+            return
+        plan, segments = self.plan, self.plan.segments
+        take = pa.array(rows)
+        columns = {c: batch.column(c).take(take) for c in (*plan.group_cols, *segments.key_cols)}
+        columns.update({name: batch.column(source).take(take) for name, source in segments.carried})
+        names = tokenize.take(take)
+        settings = metric.measurement()
+        distinct = pc.unique(names)
+        signatures = pa.array([self._signature(t) for t in distinct.to_pylist()], pa.string())
+        measurement = statstable.measurement_columns(
+            len(rows), names, signatures.take(pc.index_in(names, distinct)),
+            settings["lowercase"], settings["max_ngram_order"], segments.resampling, metric.name,
+            settings["metric_options"])
+        own = stats[rows]
+        values = dict(zip(metric.names, own.T))
+        statistics = {n: pa.array(values[n]) if n in values else pa.nulls(len(rows), pa.int64())
+                      for n in plan.stat_columns}
+        hashes = batch.column(plan.segment_hash_col).to_numpy(zero_copy_only=False)[rows]
+        self.pending.append(rows_table(columns, measurement, n_refs[rows], hashes, statistics,
+                                       metric.sentence_scores(own)))
+
+    def _signature(self, name: Optional[str]) -> Optional[str]:
+        if name is None:
+            return None
+        if name not in self.signatures:
+            self.signatures[name] = build_tokenizer(name, self.plan.config.spm_model).signature()
+        return self.signatures[name]
+
+    def flush(self) -> None:
+        """A batch's segments of every metric, as one row group."""
+        if self.pending:
+            self.writer.write(pa.concat_tables(self.pending))
+            self.pending = []
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 class _SampleSums:
@@ -274,6 +337,8 @@ def partial_sums(plan: PartitionPlan, rows_done=None, references_tokenized=None)
                 sums.add(batch)
             if rows_done is not None:
                 rows_done.add(batch.num_rows)
+        if sums.segments:
+            sums.segments.close()
         if references_tokenized is not None:
             references_tokenized.add(sums.references_tokenized)
         if sums.pending:
