@@ -17,10 +17,8 @@ from conftest import ROOT
 README = os.path.join(ROOT, "README.md")
 DOCS = os.path.join(ROOT, "docs")
 OPTIONS = os.path.join(DOCS, "options.md")
-# Images another branch adds: linked already, so they show once it is merged.
-COMING = {"docs/report-overview.png"}
 OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
-LINK = re.compile(r"(!?)\[[^\]]*\]\(([^)\s]+)\)")
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def read(path):
@@ -90,13 +88,11 @@ def markdown_files():
 @pytest.mark.parametrize("path", markdown_files(), ids=os.path.basename)
 def test_links_resolve_to_files_and_headings(path):
     broken = []
-    for image, target in LINK.findall(read(path)):
+    for target in LINK.findall(read(path)):
         if re.match(r"[a-z]+://", target):
             continue
         file, _, anchor = target.partition("#")
         resolved = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
-        if os.path.relpath(resolved, ROOT) in COMING and image:
-            continue
         if not os.path.exists(resolved):
             broken.append(target)
         elif anchor and anchor not in anchors(resolved):
@@ -105,7 +101,7 @@ def test_links_resolve_to_files_and_headings(path):
 
 
 def test_the_readme_links_every_docs_page():
-    linked = {os.path.normpath(t) for _, t in LINK.findall(read(README))}
+    linked = {os.path.normpath(t) for t in LINK.findall(read(README))}
     pages = {f"docs/{n}" for n in os.listdir(DOCS) if n.endswith(".md")}
     assert pages - linked == set()
 
