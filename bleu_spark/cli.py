@@ -3,8 +3,10 @@ codes, the console table."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
+import time
 from typing import List, Optional
 
 from . import __version__
@@ -12,6 +14,7 @@ from .config import AUTO, SMOOTH_DEFAULTS, TOKENIZERS, BleuConfig
 from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
 
 PROG = "bleu-spark"
+_IMPORTED = time.time()
 
 # Job-file keys and their defaults; a flag given on the command line wins over the file.
 DEFAULTS = {
@@ -112,7 +115,7 @@ def parse_grouping_sets(value) -> Optional[tuple]:
 def _add_showing(parser) -> None:
     """The options of the scoring step, shared by `score` and `aggregate`."""
     show = parser.add_argument_group("groups and output")
-    show.add_argument("--output", help="output directory (required); see the README for what it holds")
+    show.add_argument("--output", help="output directory (required); docs/outputs.md lists what it holds")
     show.add_argument("--group-by", help="comma-separated group columns "
                       "(score: system,langpair, those present; aggregate: the table's own; '' for one corpus)")
     show.add_argument("--grouping-sets", metavar="SETS", help="several groupings in one pass, "
@@ -157,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--on-invalid", choices=["fail", "quarantine"],
                     help="unscorable rows: stop (fail, default) or write them to DIR/rejected/")
     io.add_argument("--progress-seconds", type=float, metavar="S",
-                    help="a progress line on stderr every S seconds (default 30; 0: none)")
+                    help="progress lines on stderr as scoring starts and ends, and every S seconds "
+                         "between (default 30; 0: none)")
     io.add_argument("--colocate-references", choices=["auto", "always", "never"],
                     help="always: bring rows sharing references together first (a shuffle of "
                          "the text) so each reference is tokenized once; auto (default) and never "
@@ -320,23 +324,43 @@ def aggregate_options(args: argparse.Namespace):
                             baseline=args.baseline)
 
 
+# Console columns aligned to the right: numbers.
+NUMERIC = ("n_segments", "n_rejected", "score")
+
+
 def format_table(scores: List[dict], group_cols) -> str:
+    """A line per score row: its group, metric (as sacrebleu names it), the score, and the rest
+    of sacrebleu's line where it has more (BLEU's precisions, BP, ratio and lengths)."""
     group_cols = list(dict.fromkeys(c for c in group_cols if any(r.get(c) is not None for r in scores)))
     several = len({r["grouping"] for r in scores}) > 1
     intervals = any(r.get("ci_low") is not None for r in scores)
+    details = any(_details(r) for r in scores)
     headers = [*group_cols, *(["grouping"] if several else []), "metric", "tokenize", "n_segments",
-               "n_rejected", *(["95% CI"] if intervals else []), "score"]
+               "n_rejected", *(["95% CI"] if intervals else []), "score",
+               *(["details"] if details else [])]
     rows = [[*("" if r[c] is None else str(r[c]) for c in group_cols),
-             *([r["grouping"] or "()"] if several else []), str(r.get("metric") or "-"),
-             str(r["tokenize"] or "-"),
-             str(r["n_segments"]), str(r["n_rejected"]),
-             *([_interval(r)] if intervals else []), r["verbose"] or "(no scored rows)"]
+             *([r["grouping"] or "()"] if several else []), _metric_name(r),
+             str(r["tokenize"] or "-"), str(r["n_segments"]), str(r["n_rejected"]),
+             *([_interval(r)] if intervals else []),
+             "-" if r["score"] is None else f"{r['score']:.2f}", *([_details(r)] if details else [])]
             for r in scores]
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
               for i, h in enumerate(headers)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip()
+    align = [str.rjust if h in NUMERIC else str.ljust for h in headers]
+    lines = ["  ".join(a(cell, w) for cell, w, a in zip(line, widths, align)).rstrip()
              for line in [headers, *rows]]
     return "\n".join(lines)
+
+
+def _metric_name(row: dict) -> str:
+    """sacrebleu's name of the row's metric (`BLEU`, `chrF2`, `chrF2++`, `TER`)."""
+    return getattr(row, "sacrebleu", {}).get("name") or str(row.get("metric") or "-")
+
+
+def _details(row: dict) -> str:
+    if row["score"] is None:
+        return "(no scored rows)"
+    return getattr(row, "sacrebleu", {}).get("verbose_score") or ""
 
 
 def _interval(row: dict) -> str:
@@ -386,7 +410,7 @@ def run_score(args: argparse.Namespace) -> int:
     if result.run["unmatched_reference_segments"]:
         print(f"{PROG}: note: {result.run['unmatched_reference_segments']} reference segments "
               f"matched no candidate", file=sys.stderr)
-    print(f"wrote {options.output} in {result.run['timings']['total_s']:.1f} s")
+    print(wrote_line(options.output, result.run["timings"]["total_s"]))
     return 0
 
 
@@ -408,16 +432,35 @@ def run_aggregate(args: argparse.Namespace) -> int:
     rows = result.run["rows"]
     _print_scores(result, f"segments: scored {rows['scored']}, rejected {rows['rejected']}")
     _print_warnings(result.run["warnings"])
-    print(f"wrote {options.output} in {result.run['timings']['total_s']:.1f} s")
+    print(wrote_line(options.output, result.run["timings"]["total_s"]))
     return 0
 
 
+def wrote_line(output: str, run_seconds: float) -> str:
+    """Where the result went, the run's time and the whole process's (the JVM's start, reading
+    the input's schema, stopping Spark: what a scheduler sees)."""
+    return (f"wrote {output} in {run_seconds:.1f} s "
+            f"({process_seconds():.1f} s since the process started)")
+
+
+def process_seconds() -> float:
+    """Seconds since this process started: from /proc where there is one, else since this
+    module was imported."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22: start time
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            return float(uptime.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.time() - _IMPORTED
+
+
 def _print_scores(result, counts: str) -> None:
-    """The scores table, the paired tests, and a line of counts and signatures."""
+    """The scores table, the paired tests, a line of counts, and the signatures."""
     print(format_table(result.scores, _shown_columns(result.scores)))
     if result.paired:
         print("\n" + format_paired(result.paired))
-    print(f"\n{counts}  |  signature: {_signatures(result.scores)}")
+    print(f"\n{counts}\n{format_signatures(result.scores)}")
 
 
 def _print_warnings(warnings: List[str]) -> None:
@@ -436,8 +479,14 @@ def views_fields():
     return [GROUPING, *SCORE_TYPES]
 
 
-def _signatures(scores: List[dict]) -> str:
-    return "; ".join(sorted({r["signature"] for r in scores if r["signature"]}))
+def format_signatures(scores: List[dict]) -> str:
+    """Each distinct signature on a line of its own, after the metric's name, in metric order."""
+    from .metrics import order_of
+
+    named = sorted({(order_of(r.get("metric")), _metric_name(r), r["signature"])
+                    for r in scores if r["signature"]})
+    width = max((len(name) for _, name, _ in named), default=0)
+    return "\n".join(["signatures:", *(f"  {name.ljust(width)}  {sig}" for _, name, sig in named)])
 
 
 _received: List[int] = []  # the stop signals received, first first

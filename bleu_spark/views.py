@@ -26,8 +26,14 @@ SEGMENT_ORDER = "segment_order"  # a segment's rank in segment-key order, in a s
 
 class ScoreRow(dict):
     """A score row (its fields), carrying its group's summed statistics (`statistics`: name ->
-    value, None without scored segments) for the dashboard, which is not a field of the row."""
+    value, None without scored segments) for the dashboard, and sacrebleu's JSON fields of the
+    group (`sacrebleu`: `name`, `verbose_score`) for `scores.json`; neither is a field of the row."""
     statistics: dict = {}
+    sacrebleu: dict = {}
+
+
+# sacrebleu's JSON fields in `scores.json`, each after the row's field it goes with.
+SACREBLEU_JSON_AFTER = {"metric": "name", "verbose": "verbose_score"}
 
 # The fields of a score row: the metric, every metric's result fields, then the shared ones.
 SCORE_TYPES = {"metric": pa.string(), **metrics.result_types(), "n_rejected": pa.int64(),
@@ -208,6 +214,7 @@ def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: BleuConf
     else:  # every row of the group was rejected: listed, with no score
         row.update(dict.fromkeys(metric.result_fields()), n_segments=0)
         row.statistics = dict.fromkeys(metric.names)
+    row.sacrebleu = metric.sacrebleu_json(row)
     row["n_rejected"] = sums["n_rejected"]
     row["n_reference_segments"] = expected = sums["n_reference_segments"]
     row["coverage"] = row["n_segments"] / expected if expected else None
@@ -398,7 +405,7 @@ def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[Grou
     output.write_table("stats", without_trials(stats))
     output.write_table("scores", scores_table(scores, fields))
     output.write_table("dashboard", dashboard_table(scores, fields, run["run_id"], run["run_time"]))
-    output.write_json("scores.json", scores)
+    output.write_json("scores.json", json_rows(scores, [f.name for f in fields]))
     if paired is not None:
         compared = [f for f in fields if any(f.name in r for r in paired) and f.name != "system"]
         output.write_table("paired", paired_table(paired, compared))
@@ -407,6 +414,23 @@ def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[Grou
         page = report_html(stats, sets, config, run=run, resampling=resampling,
                            segments=segments, paired=paired, drilldown=drilldown)
         output.write_bytes("report.html", page.encode())
+
+
+def json_rows(rows: List[dict], group_cols: Sequence[str]) -> List[dict]:
+    """The score rows as `scores.json` holds them: sacrebleu's JSON fields added (`name` after
+    `metric`, `verbose_score` after `verbose`), except where a group column has that name."""
+    return [_with_sacrebleu_fields(row, set(group_cols)) for row in rows]
+
+
+def _with_sacrebleu_fields(row: dict, group_cols: set) -> dict:
+    extra = {k: v for k, v in getattr(row, "sacrebleu", {}).items() if k not in group_cols}
+    out = {}
+    for key, value in row.items():
+        out[key] = value
+        added = SACREBLEU_JSON_AFTER.get(key)
+        if added in extra:
+            out[added] = extra[added]
+    return out
 
 
 def without_trials(stats: pa.Table) -> pa.Table:

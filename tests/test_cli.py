@@ -78,7 +78,7 @@ def test_spark_submit_on_local2_equals_sacrebleu(tmp_path):
                              "--input", SAMPLE, "--output", str(out)],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "BLEU = " in result.stdout and "rows: read 17470, scored 17470, rejected 0" in result.stdout
+    assert "rows: read 17470, scored 17470, rejected 0\nsignatures:\n  BLEU " in result.stdout
     scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
     oracle = oracle_by_group(pq.read_table(SAMPLE).to_pylist())
     for row in scores:

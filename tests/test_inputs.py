@@ -261,7 +261,8 @@ def test_scans_split_into_a_few_tasks_per_core_each_with_rows(spark, tmp_path):
         spark.conf.unset(inputs.SPLIT_BYTES)
 
 
-def test_an_input_in_fewer_row_groups_than_cores_is_warned_of(spark, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("scan", ["auto", "spark"])
+def test_an_input_in_fewer_row_groups_than_cores_is_warned_of(spark, tmp_path, monkeypatch, capsys, scan):
     from bleu_spark.spark import job
 
     monkeypatch.setattr(inputs, "ROWS_PER_TASK", 1_000)      # 8,000 rows: 8 tasks on 2 cores
@@ -275,9 +276,10 @@ def test_an_input_in_fewer_row_groups_than_cores_is_warned_of(spark, tmp_path, m
         measure(self, *args, **kwargs)
 
     monkeypatch.setattr(job.Measurement, "__init__", measuring)
-    result = run(spark, tmp_path, logs, "one_row_group")     # pyarrow's default: one row group
+    result = run(spark, tmp_path, logs, "one_row_group", scan=scan)  # pyarrow's default: one row group
     assert "bleu-spark: warning: the input's 8,000 rows are in 1 Parquet row group(s)" in said_before_scoring[0]
     assert result.run["layout"]["input_row_groups"] == 1 and not result.run["layout"]["colocated"]
+    assert result.run["layout"]["scan"] == {"auto": "arrow", "spark": "spark"}[scan]
     assert any("in 1 Parquet row group(s)" in w and "at most 1,000 rows" in w
                for w in result.run["warnings"]), result.run["warnings"]
     # a DataFrame has no files to count row groups of: scored the same, without the warning

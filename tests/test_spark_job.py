@@ -14,6 +14,7 @@ from bleu_spark.oracle import sacrebleu_score
 from bleu_spark.spark.inputs import scoring_input
 from bleu_spark.spark.io import InputTable
 from bleu_spark.spark.job import JobOptions, partial_sums_frame, plan_for, run_job, score_dataframe
+from bleu_spark.views import json_rows
 from conftest import SAMPLE
 from matching import assert_matches_sacrebleu
 
@@ -43,7 +44,7 @@ def test_job_equals_sacrebleu_on_every_group_of_the_sample(spark, tmp_path):
     assert {r["tokenize"] for r in result.scores if r["langpair"] == "en-ja"} == {"ja-mecab"}
     assert {r["tokenize"] for r in result.scores if r["langpair"] == "en-zh"} == {"zh"}
     written = json.loads((tmp_path / "out" / "scores.json").read_text(encoding="utf-8"))
-    assert written == json.loads(json.dumps(result.scores))
+    assert written == json.loads(json.dumps(json_rows(result.scores, ["system", "langpair"])))
     table = pq.read_table(tmp_path / "out" / "scores").to_pylist()
     assert [(r["system"], r["langpair"], r["score"]) for r in table] == \
         [(r["system"], r["langpair"], r["score"]) for r in result.scores]

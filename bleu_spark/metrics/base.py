@@ -14,7 +14,8 @@ console table work from these declarations alone:
 - `segment_statistics(...)`: every segment of an Arrow batch at once, int64 (n, width);
 - `score(sums)` and `scores(matrix)`: ONE formula from summed statistics, scalar and
   vectorized over many rows of sums (bootstrap replicates, randomization trials);
-- `result(...)`: its result fields, signature and text line;
+- `result(...)`: its result fields, signature and text line, and `sacrebleu_json(...)` the
+  fields sacrebleu's JSON adds (`name`, `verbose_score`);
 - `sentence_scores(stats)`: each segment's sentence-level score, from its own statistics;
 - `sentence_score(...)`, `higher_is_better`, `title`, `bands` and `bands_source` (how a person
   reads a score, and on whose authority).
@@ -134,6 +135,17 @@ class Metric(ABC):
     def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:
         """The result fields of a group (score, signature, verbose and the metric's own), from
         its sums and its statistics row (n_segments, min_refs, max_refs, tokenize, ...)."""
+
+    @property
+    def sacrebleu_name(self) -> str:
+        """The metric's name as sacrebleu prints it (its JSON's `name`)."""
+        return self.title
+
+    def sacrebleu_json(self, result: Mapping[str, Any]) -> dict:
+        """The fields of sacrebleu's JSON output that a group's result fields do not hold under
+        the same name: `name`, and `verbose_score` where sacrebleu's text line has more than
+        the score (BLEU's)."""
+        return {"name": self.sacrebleu_name}
 
     def sacrebleu_statistics(self, stats: np.ndarray) -> np.ndarray:
         """Segment statistics as sacrebleu's own metric holds them (for the exact replay)."""

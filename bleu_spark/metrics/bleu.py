@@ -109,12 +109,17 @@ def bleu_from_statistics(stats: Sequence[int], config: BleuConfig) -> Tuple[floa
     return bp * math.exp(mean_log), precisions, bp
 
 
+def bleu_details(precisions: Sequence[float], bp: float, ratio: float, sys_len: int,
+                 ref_len: int) -> str:
+    """sacrebleu's text after the score (its JSON's `verbose_score`), formatted by Python."""
+    prec = "/".join(f"{p:.1f}" for p in precisions)
+    return f"{prec} (BP = {bp:.3f} ratio = {ratio:.3f} hyp_len = {sys_len:d} ref_len = {ref_len:d})"
+
+
 def bleu_line(score: float, precisions: Sequence[float], bp: float, ratio: float,
               sys_len: int, ref_len: int) -> str:
     """sacrebleu's `str(BLEUScore)`, formatted by Python (round half to even, as sacrebleu)."""
-    prec = "/".join(f"{p:.1f}" for p in precisions)
-    return (f"BLEU = {score:.2f} {prec} (BP = {bp:.3f} ratio = {ratio:.3f} "
-            f"hyp_len = {sys_len:d} ref_len = {ref_len:d})")
+    return f"BLEU = {score:.2f} {bleu_details(precisions, bp, ratio, sys_len, ref_len)}"
 
 
 def build_result(stats: Sequence[int], config: BleuConfig, n_segments: int, tokenize: str,
@@ -280,6 +285,11 @@ class Bleu(Metric):
         signature = self.signature(nrefs_label(row["min_refs"], row["max_refs"]))
         return build_result(sums, self.config, row["n_segments"], row["tokenize"],
                             signature).to_dict()
+
+    def sacrebleu_json(self, result: Mapping[str, Any]) -> dict:
+        details = None if result.get("score") is None else bleu_details(
+            result["precisions"], result["bp"], result["ratio"], result["sys_len"], result["ref_len"])
+        return {**super().sacrebleu_json(result), "verbose_score": details}
 
     def sacrebleu_metric(self):
         if self.config.weights is not None:

@@ -121,6 +121,10 @@ class Chrf(Metric):
         """sacrebleu's `chrF2`, `chrF2++`."""
         return f"chrF{self.options.beta}" + "+" * self.options.word_order
 
+    @property
+    def sacrebleu_name(self) -> str:
+        return self.score_name
+
     def signature(self, nrefs) -> str:
         o = self.options
         fields = [("nrefs", nrefs), ("case", "lc" if o.lowercase else "mixed"),

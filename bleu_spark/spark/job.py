@@ -371,23 +371,25 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         input_bytes = scan.bytes if scan else io.input_bytes(table.frame)
         # Spark's scan is split for balance here; an ArrowScan has its tasks already.
         splits = nullcontext() if scan else inputs.splits_sized(spark, rows_read, input_bytes)
-        if scan:  # known from the footers: said before the scoring, which it slows, not after
-            for warning in inputs.few_row_groups(scan.row_groups, rows_read,
-                                                 spark.sparkContext.defaultParallelism):
-                print(f"bleu-spark: warning: {warning}", file=sys.stderr, flush=True)
+        # Rows scored where they lie are scored by the scan's tasks, one a row group: too few row
+        # groups slow the scoring, said before it (from the footers), not after.
+        in_place = scan is not None or not (options.references
+                                            or options.colocate_references == "always")
+        row_groups = scan.row_groups if scan else io.row_groups(options.input) if in_place else None
+        advice = inputs.few_row_groups(row_groups, rows_read, spark.sparkContext.defaultParallelism)
+        for warning in advice:
+            print(f"bleu-spark: warning: {warning}", file=sys.stderr, flush=True)
         with splits, Progress(spark, rows_read, options.progress_seconds,
                               after=_after_scoring(resampling)) as progress:
             measurement = Measurement(spark, table, options, progress.rows, rows_read, scan, plan)
         layout = measurement.input.layout
         if scan:
-            layout.update(scan="arrow", input_row_groups=scan.row_groups)
+            layout["scan"] = "arrow"
         else:
             layout.update(scan="spark", spark_scan_reason=found)
-            if not layout["colocated"]:
-                layout["input_row_groups"] = io.row_groups(options.input)
-        if not layout["colocated"]:  # scored by the scan's tasks: one reads a row group
-            measurement.warnings += inputs.few_row_groups(layout["input_row_groups"], rows_read,
-                                                          spark.sparkContext.defaultParallelism)
+        if in_place:
+            layout["input_row_groups"] = row_groups
+        measurement.warnings += advice
         scores = views.score_sets(measurement.stats, measurement.sets, options.config,
                                   resampling, measurement.segments, options.partition_by)
         paired = None

@@ -1,4 +1,5 @@
-"""Progress lines on long runs: rows scored so far, the share done, and the time left.
+"""Progress lines: the pass's start and end, and between them, on long runs, rows scored so
+far, the share done, and the time left.
 
 Rows are counted by an accumulator the partition function adds to as it finishes each batch
 (Spark applies a task's updates when the task ends); the share done comes from the row count
@@ -19,7 +20,9 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """Prints `bleu-spark: progress: ...` to stderr every `interval` seconds until stopped."""
+    """Prints `bleu-spark: progress: ...` to stderr: a line as the pass starts, one every
+    `interval` seconds while it runs, and one when it is done (so a short run shows its start
+    and its end too); nothing when `interval` is 0."""
 
     def __init__(self, spark, total_rows: int, interval: float, stream=sys.stderr,
                  after: str = "adding up the partial sums per group"):
@@ -35,14 +38,25 @@ class Progress:
 
     def __enter__(self) -> "Progress":
         if self.interval > 0:
+            self._say(f"bleu-spark: progress: scoring {self.total_rows:,} rows, a line every "
+                      f"{self.interval:g} s")
             self._thread = threading.Thread(target=self._run, name="bleu-spark-progress", daemon=True)
             self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, failure, *exc) -> None:
         self._stop.set()
         if self._thread:
             self._thread.join()
+            if failure is None:
+                self._say(self.end_line())
+
+    def end_line(self) -> str:
+        return (f"bleu-spark: progress: done: {self.rows.value:,} of {self.total_rows:,} rows "
+                f"scored and summed per group in {_duration(time.time() - self._started)}")
+
+    def _say(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
 
     def line(self) -> str:
         done, elapsed = self.rows.value, time.time() - self._started
@@ -60,4 +74,4 @@ class Progress:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            print(self.line(), file=self.stream, flush=True)
+            self._say(self.line())

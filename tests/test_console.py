@@ -1,0 +1,123 @@
+"""What the console shows: the scores table with several metrics, a signature a line, the run's
+and the process's time, and progress lines that a short run shows too."""
+import io
+import json
+import re
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sacrebleu.metrics import BLEU, CHRF
+
+from bleu_spark import cli
+from bleu_spark.spark.progress import Progress
+from bleu_spark.views import ScoreRow
+from conftest import ROOT
+
+
+def score_row(system, metric, name, score, details=None, signature="nrefs:1|x"):
+    row = ScoreRow(system=system, grouping="system", metric=metric, score=score, n_segments=2,
+                   tokenize="13a" if metric == "bleu" else None, signature=signature, n_rejected=0,
+                   verbose=None if score is None else f"{name} = {score:.2f}")
+    row.sacrebleu = {"name": name, **({"verbose_score": details} if metric == "bleu" else {})}
+    return row
+
+
+def test_the_table_names_each_metric_once_and_shows_the_score_alone():
+    rows = [score_row("A", "bleu", "BLEU", 41.234, "70.0/50.0/40.0/30.0 (BP = 1.000 ...)"),
+            score_row("A", "chrf++", "chrF2++", 55.5), score_row("B", "bleu", "BLEU", None)]
+    header, *lines = cli.format_table(rows, ["system"]).splitlines()
+    assert header.split() == ["system", "metric", "tokenize", "n_segments", "n_rejected", "score",
+                              "details"]
+    cells = [line.split(None, 5) for line in lines]
+    assert [c[1] for c in cells] == ["BLEU", "chrF2++", "BLEU"]
+    assert cells[0][5] == "41.23  70.0/50.0/40.0/30.0 (BP = 1.000 ...)"
+    assert cells[1][5] == "55.50" and lines[1].endswith("55.50")
+    assert cells[2][5] == "-  (no scored rows)"
+    assert "BLEU =" not in "\n".join(lines) and "chrF2++ =" not in "\n".join(lines)
+
+
+def test_without_bleu_there_is_no_details_column():
+    header = cli.format_table([score_row("A", "ter", "TER", 30.0)], ["system"]).splitlines()[0]
+    assert header.split()[-1] == "score"
+
+
+def test_each_signature_is_on_a_line_of_its_own_in_metric_order():
+    rows = [score_row("A", "ter", "TER", 1.0, signature="nrefs:1|case:lc|tok:tercom"),
+            score_row("A", "chrf", "chrF2", 1.0, signature="nrefs:1|nc:6"),
+            score_row("A", "bleu", "BLEU", 1.0, "d", signature="nrefs:1|tok:13a"),
+            score_row("B", "bleu", "BLEU", 2.0, "d", signature="nrefs:1|tok:13a"),
+            score_row("C", "bleu", "BLEU", 2.0, "d", signature="nrefs:1|tok:zh")]
+    assert cli.format_signatures(rows).splitlines() == [
+        "signatures:", "  BLEU   nrefs:1|tok:13a", "  BLEU   nrefs:1|tok:zh",
+        "  chrF2  nrefs:1|nc:6", "  TER    nrefs:1|case:lc|tok:tercom"]
+
+
+def test_the_process_time_counts_from_the_process_start_not_the_import():
+    code = "import time; time.sleep(1.5); from bleu_spark import cli; print(cli.process_seconds())"
+    seconds = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                   check=True, cwd=ROOT).stdout)
+    assert 1.5 <= seconds < 60
+    assert re.fullmatch(r"wrote out in 2\.0 s \(\d+\.\d s since the process started\)",
+                        cli.wrote_line("out", 2.0))
+
+
+def fake_spark(value):
+    tracker = SimpleNamespace(getActiveStageIds=lambda: [], getStageInfo=lambda s: None)
+    context = SimpleNamespace(accumulator=lambda v: value, statusTracker=lambda: tracker)
+    return SimpleNamespace(sparkContext=context)
+
+
+def test_a_short_pass_shows_its_start_and_its_end():
+    stream, rows = io.StringIO(), SimpleNamespace(value=0)
+    with Progress(fake_spark(rows), 1234, 30, stream=stream):
+        rows.value = 1234
+    start, end = stream.getvalue().splitlines()
+    assert start == "bleu-spark: progress: scoring 1,234 rows, a line every 30 s"
+    assert re.fullmatch(r"bleu-spark: progress: done: 1,234 of 1,234 rows scored and summed per "
+                        r"group in 0m0\ds", end)
+
+
+def test_a_failed_pass_has_no_end_line_and_interval_0_no_line():
+    stream = io.StringIO()
+    with pytest.raises(RuntimeError):
+        with Progress(fake_spark(SimpleNamespace(value=0)), 10, 30, stream=stream):
+            raise RuntimeError("lost")
+    assert stream.getvalue().count("\n") == 1 and "scoring 10 rows" in stream.getvalue()
+    quiet = io.StringIO()
+    with Progress(fake_spark(SimpleNamespace(value=0)), 10, 0, stream=quiet):
+        pass
+    assert quiet.getvalue() == ""
+
+
+@pytest.mark.e2e
+def test_the_console_of_a_short_run_with_two_metrics(tmp_path):
+    candidates = ["the cat sat on the mat", "a dog ran in the park today", "hello there world"]
+    references = ["the cat sat on a mat", "the dog ran in the park", "hello world"]
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"system": ["A"] * 3, "candidate": candidates,
+                             "references": [[r] for r in references]}), path)
+    result = subprocess.run([sys.executable, "-m", "bleu_spark", "score", "--input", str(path),
+                             "--output", str(tmp_path / "out"), "--metrics", "bleu,chrf"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    bleu_metric, chrf_metric = BLEU(), CHRF()
+    bleu = bleu_metric.corpus_score(candidates, [references])
+    chrf = chrf_metric.corpus_score(candidates, [references])
+    signature = str(bleu_metric.get_signature())
+    details = json.loads(bleu.format(signature=signature, is_json=True))["verbose_score"]
+    assert lines[0].split()[-2:] == ["score", "details"]
+    assert lines[1].split(None, 6)[1:] == ["BLEU", "13a", "3", "0", f"{bleu.score:.2f}", details]
+    assert lines[2].split() == ["A", "chrF2", "-", "3", "0", f"{chrf.score:.2f}"]
+    assert lines[4:6] == ["rows: read 3, scored 3, rejected 0", "signatures:"]
+    assert lines[6].split() == ["BLEU", signature]
+    assert lines[7].split() == ["chrF2", str(chrf_metric.get_signature())]
+    assert re.fullmatch(r"wrote .*out in \d+\.\d s \(\d+\.\d s since the process started\)", lines[8])
+    progress = [l for l in result.stderr.splitlines() if l.startswith("bleu-spark: progress:")]
+    assert progress[0] == "bleu-spark: progress: scoring 3 rows, a line every 30 s"
+    assert progress[-1].startswith("bleu-spark: progress: done: 3 of 3 rows scored")
+    assert len(progress) == 2
