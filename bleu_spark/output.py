@@ -226,8 +226,8 @@ class _Output:
             return
         check_partition_columns(table.schema, self.partition_by)
         self.partition_types = {c: str(table.schema.field(c).type) for c in self.partition_by}
-        for values in _partition_values(table, self.partition_by):
-            part = table.filter(_rows_of(table, self.partition_by, values))
+        for values in partition_values(table, self.partition_by):
+            part = table.filter(rows_of(table, self.partition_by, values))
             self._write_file(f"{self.staging}/{name}/{partition_path(self.partition_by, values)}",
                              part.drop_columns(list(self.partition_by)))
 
@@ -322,12 +322,12 @@ class _Output:
         return removed
 
 
-def _partition_values(table: pa.Table, columns: Sequence[str]) -> list:
+def partition_values(table: pa.Table, columns: Sequence[str]) -> list:
     rows = table.select(list(columns)).group_by(list(columns), use_threads=False).aggregate([])
     return [tuple(r[c] for c in columns) for r in rows.to_pylist()]
 
 
-def _rows_of(table: pa.Table, columns: Sequence[str], values: Sequence) -> pa.Array:
+def rows_of(table: pa.Table, columns: Sequence[str], values: Sequence) -> pa.Array:
     mask = pa.array([True] * table.num_rows)
     for column, value in zip(columns, values):
         match = pc.is_null(table[column]) if value is None else pc.equal(table[column], value)
@@ -338,8 +338,8 @@ def _rows_of(table: pa.Table, columns: Sequence[str], values: Sequence) -> pa.Ar
 def rows_outside(table: pa.Table, partition_by: Sequence[str], partitions: Sequence[str]) -> pa.Table:
     """The rows of `table` whose partition folder (`col=v/...`) is not one of `partitions`."""
     dropped = set(partitions)
-    kept = [table.filter(_rows_of(table, partition_by, values))
-            for values in _partition_values(table, partition_by)
+    kept = [table.filter(rows_of(table, partition_by, values))
+            for values in partition_values(table, partition_by)
             if partition_path(partition_by, values) not in dropped]
     return pa.concat_tables(kept) if kept else table.slice(0, 0)
 

@@ -68,8 +68,8 @@ class SegmentsWriter:
         partition_by = self.plan.partition_by
         if not partition_by:
             return self._writer("", table.schema).write_table(table)
-        for values in output._partition_values(table, partition_by):
-            part = table.filter(output._rows_of(table, partition_by, values)).drop_columns(list(partition_by))
+        for values in output.partition_values(table, partition_by):
+            part = table.filter(output.rows_of(table, partition_by, values)).drop_columns(list(partition_by))
             self._writer(output.partition_path(partition_by, values), part.schema).write_table(part)
 
     def _writer(self, folder: str, schema: pa.Schema) -> pq.ParquetWriter:

@@ -33,7 +33,7 @@ def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None
     if marker is None and os.path.basename(root) in ("stats", "segments"):
         marker = out.read_marker(fs, os.path.dirname(root))
     if marker and marker.get("partition_by"):
-        frame = _partitioned(spark, stats_path, marker)
+        frame = read_partitioned(spark, stats_path, marker)
     else:
         frame = io.read_parquet(spark, stats_path, what="statistics", merge_schema=True)
     if statstable.METRIC_OPTIONS not in frame.columns:  # saved before it existed: BLEU's ''
@@ -90,7 +90,7 @@ def _adding_up(keys, schema: T.StructType, draw=None):
     return run
 
 
-def _partitioned(spark: SparkSession, stats_path: str, marker: dict) -> DataFrame:
+def read_partitioned(spark: SparkSession, stats_path: str, marker: dict) -> DataFrame:
     """A partitioned folder's statistics with their partition columns decoded as the job encoded
     them. Spark's own discovery refuses a folder `col=` (how pyarrow, DuckDB and this job name
     ''), so it is off: each file's values come from its path, joined on (a row per file)."""

@@ -25,9 +25,9 @@ def read(spark: SparkSession, path: str, partition_by: Sequence[str], partition_
     """The staged segments table, its partition columns read from the folder names."""
     if not partition_by:
         return io.read_parquet(spark, path, what="segments")
-    from .aggregate import _partitioned
+    from .aggregate import read_partitioned
 
-    return _partitioned(spark, path, {"partition_by": list(partition_by),
+    return read_partitioned(spark, path, {"partition_by": list(partition_by),
                                       "partition_types": partition_types})
 
 
