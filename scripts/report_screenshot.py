@@ -4,12 +4,15 @@
     python scripts/report_screenshot.py --sample HTML PNG --max-height 5200     # docs/report.png
     python scripts/report_screenshot.py --overview HTML PNG --max-height 2400  # docs/report-overview.png
     python scripts/report_screenshot.py --many HTML PNG --max-height 3000      # docs/report-200-systems.png
+    python scripts/report_screenshot.py --segments HTML PNG --max-height 1500  # docs/report-segments.png
 
 `--sample` scores every (langpair, system) group of samples/wmt22_sample.parquet in-process
 with `bleu_spark.corpus_bleu` and first renders the report of all 112 groups to HTML.
 `--overview` renders the sample's systems of four language pairs (9 to 11 each) in BLEU, chrF
 and TER (scored in-process by the metric modules); `--many` renders 200 systems a language pair,
-their scores drawn at random (fields of a real row). A page taller than --max-height is cut after
+their scores drawn at random (fields of a real row). `--segments` runs `bleu-spark score
+--segments --report` on the sample's de-en rows against the baseline Online-B and shows the first
+section's segments, one system opened. A page taller than --max-height is cut after
 the last section that fits. The browser is Debian's Chromium (/usr/bin/chromium), driven by
 Playwright.
 """
@@ -136,6 +139,24 @@ def write_many_report(html_path: str) -> None:
                                    title="bleu-spark: 200 systems a language pair (random scores)"))
 
 
+def write_segments_report(html_path: str) -> None:
+    """The job's own report of the sample's de-en rows, with segments (a Spark run)."""
+    import subprocess
+    import tempfile
+
+    import pyarrow.compute as pc
+
+    folder = tempfile.mkdtemp(prefix="bleu-spark-segments-")
+    table = pq.read_table(SAMPLE)
+    pq.write_table(table.filter(pc.equal(table["langpair"], "de-en")), os.path.join(folder, "in.parquet"))
+    subprocess.run([sys.executable, "-m", "bleu_spark", "score", "--input", os.path.join(folder, "in.parquet"),
+                    "--output", os.path.join(folder, "out"), "--metrics", "bleu,chrf", "--segments",
+                    "--segments-columns", "source,candidate,references", "--report", "--paired-bs",
+                    "--baseline", "Online-B", "--progress-seconds", "0"], check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(folder, "out", "report.html"), encoding="utf-8") as page:
+        write(html_path, page.read())
+
+
 def write(path: str, page: str) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(page)
@@ -158,11 +179,18 @@ def file_url(path: str) -> str:
     return "file://" + os.path.abspath(path)
 
 
-def screenshot(html_path: str, png_path: str, max_height: int) -> None:
+def screenshot(html_path: str, png_path: str, max_height: int, segments: bool = False) -> None:
     with chromium_page() as page:
         page.goto(file_url(html_path), wait_until="load")
         page.wait_for_selector(".chart .main-svg")
-        clip = {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": crop_height(page, max_height)}
+        top = 0
+        if segments:  # from the first section's segments, its first system opened
+            page.eval_on_selector("#section-0 details.segments", "d => d.open = true")
+            top = round(page.eval_on_selector("#section-0 .chart.scatter",
+                                              "n => n.getBoundingClientRect().top + window.scrollY")) - 80
+        height = min(max_height, page.evaluate("document.documentElement.scrollHeight") - top) \
+            if segments else crop_height(page, max_height)
+        clip = {"x": 0, "y": top, "width": VIEWPORT["width"], "height": height}
         page.screenshot(path=png_path, full_page=True, clip=clip)
 
 
@@ -186,6 +214,8 @@ def main(argv=None) -> int:
     first.add_argument("--overview", action="store_true",
                        help="first write HTML: four language pairs of the sample in three metrics")
     first.add_argument("--many", action="store_true", help="first write HTML: 200 systems a language pair")
+    first.add_argument("--segments", action="store_true",
+                       help="first write HTML: the job's report of the sample's de-en rows with segments")
     parser.add_argument("--max-height", type=int, default=100_000, help="crop the page to this many pixels")
     args = parser.parse_args(argv)
     if args.sample:
@@ -194,7 +224,9 @@ def main(argv=None) -> int:
         write_overview_report(args.html)
     elif args.many:
         write_many_report(args.html)
-    screenshot(args.html, args.png, args.max_height)
+    elif args.segments:
+        write_segments_report(args.html)
+    screenshot(args.html, args.png, args.max_height, segments=args.segments)
     print(args.png)
     return 0
 
