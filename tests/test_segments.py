@@ -121,13 +121,14 @@ def test_both_scans_write_the_same_segments(spark, tmp_path):
     table = domain_table().slice(0, 400)
     path = str(tmp_path / "in.parquet")
     pq.write_table(table, path, row_group_size=150)
-    written = {}
+    written, scans = {}, {}
     spark.conf.set(SPLIT, str(os.path.getsize(path) // 3))  # several tasks, a file each
     try:
         for scan in ("auto", "spark"):
-            run_job(spark, JobOptions(input=path, output=str(tmp_path / scan), metrics=("bleu", "ter"),
-                                      segments=True, segments_columns=("seg_id",), scan=scan,
-                                      progress_seconds=0))
+            result = run_job(spark, JobOptions(
+                input=path, output=str(tmp_path / scan), metrics=("bleu", "ter"), segments=True,
+                segments_columns=("seg_id", "references"), scan=scan, progress_seconds=0))
+            scans[scan] = result.run["layout"]["scan"]
     finally:
         spark.conf.unset(SPLIT)
     for scan in ("auto", "spark"):
@@ -135,6 +136,7 @@ def test_both_scans_write_the_same_segments(spark, tmp_path):
         assert len([f for f in files if f.endswith(".parquet")]) > 1, scan
         rows = pq.read_table(tmp_path / scan / "segments").to_pylist()
         written[scan] = sorted(rows, key=lambda r: (r["input_row"], r["metric"]))
+    assert scans == {"auto": "arrow", "spark": "spark"}  # carrying the references: no second read
     assert written["auto"] == written["spark"] and len(written["auto"]) == 2 * table.num_rows
     assert {r["input_file"] for r in written["auto"]} == {"file:" + os.path.abspath(path)}
 

@@ -178,10 +178,11 @@ def segments_plan(options: JobOptions, columns: Sequence[str]) -> Optional[Segme
                          f"or rename the column")
     carried, missing = [], []
     for name in options.segments_columns:
-        if name in columns:
-            carried.append((name, name))
-        elif name == segments.REFERENCES:  # the references as scored, whatever their shape
+        scored = name == segments.REFERENCES and (name not in columns or name in options.references_cols)
+        if scored:  # the references as scored, a list whatever their shape (no second read)
             carried.append((name, inputs.REFERENCES))
+        elif name in columns:
+            carried.append((name, name))
         else:
             missing.append(name)
     if missing:
