@@ -6,8 +6,12 @@
 Runs `bleu-spark score --metrics ...` as a whole process (auto tokenizer per language pair),
 then sacrebleu's `corpus_score` of each metric on each (langpair, system) group's rows ordered
 by seg_id, and prints one line per group and metric, and the time of each side (the job's as a
-whole process, sacrebleu's per metric in this process); exits 1 if any score differs by more
-than 1e-9 or any signature differs (and for BLEU any count, total, length or text line).
+whole process, sacrebleu's per metric in this process). It also compares each group's summed
+statistics in the job's `stats/` table with the sum of sacrebleu's segment statistics
+(`_extract_corpus_statistics`, the list its `corpus_score` sums): BLEU's lengths, counts and
+totals, chrF's per-order counts, TER's edits and reference length. Exits 1 if any score differs
+by more than 1e-9, any signature or statistic differs (and for BLEU any count, total, length or
+text line).
 """
 import argparse
 import json
@@ -21,29 +25,48 @@ from collections import defaultdict
 import pyarrow.parquet as pq
 
 from bleu_spark import BleuConfig
-from bleu_spark.oracle import reference_streams, sacrebleu_score
+from bleu_spark.metrics import stat_order
+from bleu_spark.oracle import reference_streams, sacrebleu_sums
 
 TOLERANCE = 1e-9
 EXACT_FIELDS = ("counts", "totals", "sys_len", "ref_len", "signature", "verbose")
 
 
-def job_scores(input_path: str, workdir: str, metrics: str) -> dict:
+def job_scores(input_path: str, workdir: str, metrics: str) -> tuple:
+    """The job's score rows and its summed statistics, per (langpair, system, metric)."""
     out = os.path.join(workdir, "scores")
     cmd = [sys.executable, "-m", "bleu_spark", "score", "--input", input_path, "--output", out,
            "--metrics", metrics]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(out, "scores.json"), encoding="utf-8") as handle:
-        return {(r["langpair"], r["system"], r.get("metric", "bleu")): r for r in json.load(handle)}
+        scores = {(r["langpair"], r["system"], r.get("metric", "bleu")): r for r in json.load(handle)}
+    return scores, job_statistics(os.path.join(out, "stats"))
 
 
-def _sacrebleu_metric(name: str):
-    from sacrebleu.metrics import CHRF, TER
+def job_statistics(stats_dir: str) -> dict:
+    """Each statistics row's metric columns (the non-null ones, in the metric's own order)."""
+    rows = pq.read_table(stats_dir).to_pylist()
+    columns = stat_order(rows[0]) if rows else []
+    sums = {}
+    for row in rows:
+        key = (row["langpair"], row["system"], row["metric"])
+        if key in sums:  # a second row would mean the table is finer than the groups compared
+            raise SystemExit(f"two statistics rows for {key}")
+        sums[key] = [row[c] for c in columns if row[c] is not None]
+    return sums
 
+
+def _sacrebleu_metric(name: str, langpair: str):
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    if name == "bleu":  # the job's defaults: its tokenizer by target language, as `-l` picks it
+        return BLEU(tokenize=BleuConfig().tokenizer_for(langpair))
     return {"chrf": CHRF(), "chrf++": CHRF(word_order=2), "ter": TER()}[name]
 
 
 def oracle_scores(input_path: str, metrics) -> tuple:
-    """Per (langpair, system, metric): sacrebleu's score; and sacrebleu's seconds per metric."""
+    """Per (langpair, system, metric): sacrebleu's score and summed statistics; and sacrebleu's
+    seconds per metric."""
     rows = pq.read_table(input_path, columns=["langpair", "system", "seg_id", "candidate",
                                               "references"]).to_pylist()
     groups = defaultdict(list)
@@ -56,14 +79,17 @@ def oracle_scores(input_path: str, metrics) -> tuple:
         start = time.time()
         for (langpair, system), group in sorted(groups.items()):
             hyps, refs = [r["candidate"] for r in group], [r["references"] for r in group]
-            if metric == "bleu":
-                scores[langpair, system, metric] = sacrebleu_score(hyps, refs, BleuConfig(),
-                                                                   langpair=langpair)
-                continue
-            theirs = _sacrebleu_metric(metric)
-            result = theirs.corpus_score(hyps, reference_streams(refs))
-            scores[langpair, system, metric] = {"score": result.score,
-                                                "signature": theirs.get_signature().format()}
+            theirs, streams = _sacrebleu_metric(metric, langpair), reference_streams(refs)
+            # corpus_score's own steps, keeping the segment statistics it sums
+            theirs._check_corpus_score_args(hyps, streams)
+            stats = theirs._extract_corpus_statistics(hyps, streams)
+            result = theirs._aggregate_and_compute(stats)
+            entry = {"score": result.score, "signature": theirs.get_signature().format(),
+                     "statistics": sacrebleu_sums(theirs, stats)}
+            if metric == "bleu":  # its default smoothing (exp) leaves the counts unsmoothed
+                entry.update(counts=result.counts, totals=result.totals, sys_len=result.sys_len,
+                             ref_len=result.ref_len, verbose=result.format())
+            scores[langpair, system, metric] = entry
         seconds[metric] = time.time() - start
     return scores, seconds
 
@@ -81,6 +107,17 @@ def compare(job: dict, oracle: dict) -> list:
     return problems
 
 
+def compare_statistics(job_stats: dict, oracle: dict) -> list:
+    """Each group's summed statistics against sacrebleu's, value for value."""
+    problems = []
+    if set(job_stats) != set(oracle):
+        problems.append(f"statistics rows differ: {sorted(set(job_stats) ^ set(oracle))}")
+    for key in sorted(set(job_stats) & set(oracle)):
+        if job_stats[key] != oracle[key]["statistics"]:
+            problems.append(f"{key}: statistics {job_stats[key]} != {oracle[key]['statistics']}")
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", default="../shared/data/wmt22.parquet")
@@ -90,7 +127,7 @@ def main() -> int:
     metrics = [m for m in args.metrics.split(",") if m]
     workdir = args.workdir or tempfile.mkdtemp(prefix="bleu-spark-check-")
     start = time.time()
-    job = job_scores(args.input, workdir, args.metrics)
+    job, job_stats = job_scores(args.input, workdir, args.metrics)
     job_s = time.time() - start
     oracle, seconds = oracle_scores(args.input, metrics)
     for key in sorted(oracle):
@@ -99,6 +136,8 @@ def main() -> int:
         print(f"{key[0]}  {key[1]:<24} {key[2]:<6} job {mine.get('score', float('nan')):9.4f}  "
               f"sacrebleu {oracle[key]['score']:9.4f}  |diff| {diff:.1e}  {oracle[key]['signature']}")
     problems = compare(job, oracle)
+    stat_problems = compare_statistics(job_stats, oracle)
+    problems += stat_problems
     max_diff = max(abs(job[k]["score"] - oracle[k]["score"]) for k in oracle if k in job)
     rows = sum(r["n_segments"] for k, r in job.items() if k[2] == metrics[0])
     oracle_s = sum(seconds.values())
@@ -106,6 +145,10 @@ def main() -> int:
           f"job {job_s:.1f} s as a whole process, sacrebleu {oracle_s:.1f} s in this process ("
           + ", ".join(f"{m} {s:.1f} s" for m, s in seconds.items())
           + f"): {oracle_s / job_s:.1f}x")
+    for metric in metrics:
+        keys = [k for k in oracle if k[2] == metric]
+        same = sum(1 for k in keys if job_stats.get(k) == oracle[k]["statistics"])
+        print(f"{metric}: summed statistics identical to sacrebleu's for {same} of {len(keys)} groups")
     for problem in problems:
         print("MISMATCH", problem)
     print("IDENTICAL" if not problems else f"{len(problems)} MISMATCHES")
