@@ -1,26 +1,29 @@
 """Score a WMT-style table with the job and with sacrebleu 2.6, group by group, and compare.
 
     python scripts/check_wmt22.py [--input ../shared/data/wmt22.parquet] [--workdir DIR]
-                                  [--metrics bleu,chrf,chrf++,ter]
+                                  [--metrics bleu,chrf,chrf++,ter] [--processes N]
 
 Runs `bleu-spark score --metrics ...` as a whole process (auto tokenizer per language pair),
 then sacrebleu's `corpus_score` of each metric on each (langpair, system) group's rows ordered
-by seg_id, and prints one line per group and metric, and the time of each side (the job's as a
-whole process, sacrebleu's per metric in this process). It also compares each group's summed
-statistics in the job's `stats/` table with the sum of sacrebleu's segment statistics
-(`_extract_corpus_statistics`, the list its `corpus_score` sums): BLEU's lengths, counts and
-totals, chrF's per-order counts, TER's edits and reference length. Exits 1 if any score differs
-by more than 1e-9, any signature or statistic differs (and for BLEU any count, total, length or
-text line).
+by seg_id (with `--processes N`, groups spread over N processes), and prints one line per group
+and metric, and the time of each side (the job's wall time as a whole process, sacrebleu's CPU
+time per metric). It compares each group's score (to 1e-9), signature (for BLEU also its counts,
+totals, lengths and text line), and its summed statistics in the job's `stats/` table with the
+sum of sacrebleu's segment statistics (`_extract_corpus_statistics`, the list its
+`corpus_score` sums): BLEU's lengths, counts and totals, chrF's per-order counts, TER's edits
+and reference length. Exits 1 if anything differs.
 """
 import argparse
+import contextlib
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from functools import partial
 
 import pyarrow.parquet as pq
 
@@ -64,33 +67,45 @@ def _sacrebleu_metric(name: str, langpair: str):
     return {"chrf": CHRF(), "chrf++": CHRF(word_order=2), "ter": TER()}[name]
 
 
-def oracle_scores(input_path: str, metrics) -> tuple:
+def sacrebleu_group(task: tuple) -> tuple:
+    """sacrebleu's score, signature and summed statistics of one group and metric, and the CPU
+    seconds they took."""
+    metric, langpair, system, hyps, refs = task
+    start = time.process_time()
+    theirs, streams = _sacrebleu_metric(metric, langpair), reference_streams(refs)
+    # corpus_score's own steps, keeping the segment statistics it sums
+    theirs._check_corpus_score_args(hyps, streams)
+    stats = theirs._extract_corpus_statistics(hyps, streams)
+    result = theirs._aggregate_and_compute(stats)
+    entry = {"score": result.score, "signature": theirs.get_signature().format(),
+             "statistics": sacrebleu_sums(theirs, stats)}
+    if metric == "bleu":  # its default smoothing (exp) leaves the counts unsmoothed
+        entry.update(counts=result.counts, totals=result.totals, sys_len=result.sys_len,
+                     ref_len=result.ref_len, verbose=result.format())
+    return (langpair, system, metric), entry, time.process_time() - start
+
+
+def oracle_scores(input_path: str, metrics, processes: int = 1) -> tuple:
     """Per (langpair, system, metric): sacrebleu's score and summed statistics; and sacrebleu's
-    seconds per metric."""
+    CPU seconds per metric (summed over the worker processes)."""
     rows = pq.read_table(input_path, columns=["langpair", "system", "seg_id", "candidate",
                                               "references"]).to_pylist()
     groups = defaultdict(list)
     for row in rows:
         groups[row["langpair"], row["system"]].append(row)
-    for group in groups.values():
-        group.sort(key=lambda r: r["seg_id"])
-    scores, seconds = {}, {}
+    tasks = []
     for metric in metrics:
-        start = time.time()
         for (langpair, system), group in sorted(groups.items()):
-            hyps, refs = [r["candidate"] for r in group], [r["references"] for r in group]
-            theirs, streams = _sacrebleu_metric(metric, langpair), reference_streams(refs)
-            # corpus_score's own steps, keeping the segment statistics it sums
-            theirs._check_corpus_score_args(hyps, streams)
-            stats = theirs._extract_corpus_statistics(hyps, streams)
-            result = theirs._aggregate_and_compute(stats)
-            entry = {"score": result.score, "signature": theirs.get_signature().format(),
-                     "statistics": sacrebleu_sums(theirs, stats)}
-            if metric == "bleu":  # its default smoothing (exp) leaves the counts unsmoothed
-                entry.update(counts=result.counts, totals=result.totals, sys_len=result.sys_len,
-                             ref_len=result.ref_len, verbose=result.format())
-            scores[langpair, system, metric] = entry
-        seconds[metric] = time.time() - start
+            group.sort(key=lambda r: r["seg_id"])
+            tasks.append((metric, langpair, system, [r["candidate"] for r in group],
+                          [r["references"] for r in group]))
+    scores, seconds = {}, dict.fromkeys(metrics, 0.0)
+    # sacrebleu's TER takes most of an hour in one process: groups may go to several
+    with multiprocessing.Pool(processes) if processes > 1 else contextlib.nullcontext() as pool:
+        run = partial(pool.imap_unordered, chunksize=1) if pool else map
+        for key, entry, cpu in run(sacrebleu_group, tasks):
+            scores[key] = entry
+            seconds[key[2]] += cpu
     return scores, seconds
 
 
@@ -123,13 +138,15 @@ def main() -> int:
     parser.add_argument("--input", default="../shared/data/wmt22.parquet")
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--metrics", default="bleu", help="as the job's --metrics (default bleu)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="processes running sacrebleu, a group and metric each (default 1)")
     args = parser.parse_args()
     metrics = [m for m in args.metrics.split(",") if m]
     workdir = args.workdir or tempfile.mkdtemp(prefix="bleu-spark-check-")
     start = time.time()
     job, job_stats = job_scores(args.input, workdir, args.metrics)
     job_s = time.time() - start
-    oracle, seconds = oracle_scores(args.input, metrics)
+    oracle, seconds = oracle_scores(args.input, metrics, args.processes)
     for key in sorted(oracle):
         mine = job.get(key, {})
         diff = abs(mine.get("score", float("nan")) - oracle[key]["score"])
@@ -142,7 +159,7 @@ def main() -> int:
     rows = sum(r["n_segments"] for k, r in job.items() if k[2] == metrics[0])
     oracle_s = sum(seconds.values())
     print(f"\n{len(oracle)} groups x metrics, {rows} rows; max |score diff| {max_diff:.1e}; "
-          f"job {job_s:.1f} s as a whole process, sacrebleu {oracle_s:.1f} s in this process ("
+          f"job {job_s:.1f} s as a whole process, sacrebleu {oracle_s:.1f} CPU s ("
           + ", ".join(f"{m} {s:.1f} s" for m, s in seconds.items())
           + f"): {oracle_s / job_s:.1f}x")
     for metric in metrics:
