@@ -8,18 +8,32 @@ import contextlib
 import os
 import shutil
 import tempfile
+from fractions import Fraction
 from typing import Optional, Sequence
 
 from sacrebleu.metrics.bleu import BLEU
+from sacrebleu.metrics.ter import TER
 from sacrebleu.tokenizers import tokenizer_spm
+from sacrebleu.utils import sum_of_lists
 
 from .config import SPM_TOKENIZERS, BleuConfig
+from .metrics.ter import SCALE
 
 
 def reference_streams(references: Sequence[Sequence[Optional[str]]]):
     """Per-segment reference lists -> sacrebleu's reference streams, padded with None."""
     width = max(len(refs) for refs in references)
     return [[refs[i] if i < len(refs) else None for refs in references] for i in range(width)]
+
+
+def sacrebleu_sums(metric, stats: Sequence[Sequence]) -> list:
+    """sacrebleu's segment statistics (`metric._extract_corpus_statistics`) summed as its
+    `corpus_score` sums them, in the form of this job's statistics table. TER's mean reference
+    length of a segment (a double) is taken times 2520 and rounded, as the table keeps it: exact
+    for 1 to 10 references, so the sums compare exactly, not to within a float sum's rounding."""
+    if isinstance(metric, TER):
+        return [sum(s[0] for s in stats), sum(round(Fraction(s[1]) * SCALE) for s in stats)]
+    return list(sum_of_lists(stats))
 
 
 @contextlib.contextmanager

@@ -1,70 +1,111 @@
 """Score a WMT-style table with the job and with sacrebleu 2.6, group by group, and compare.
 
     python scripts/check_wmt22.py [--input ../shared/data/wmt22.parquet] [--workdir DIR]
-                                  [--metrics bleu,chrf,chrf++,ter]
+                                  [--metrics bleu,chrf,chrf++,ter] [--processes N]
 
 Runs `bleu-spark score --metrics ...` as a whole process (auto tokenizer per language pair),
 then sacrebleu's `corpus_score` of each metric on each (langpair, system) group's rows ordered
-by seg_id, and prints one line per group and metric, and the time of each side (the job's as a
-whole process, sacrebleu's per metric in this process); exits 1 if any score differs by more
-than 1e-9 or any signature differs (and for BLEU any count, total, length or text line).
+by seg_id (with `--processes N`, groups spread over N processes), and prints one line per group
+and metric, and the time of each side (the job's wall time as a whole process, sacrebleu's CPU
+time per metric). It compares each group's score (to 1e-9), signature (for BLEU also its counts,
+totals, lengths and text line), and its summed statistics in the job's `stats/` table with the
+sum of sacrebleu's segment statistics (`_extract_corpus_statistics`, the list its
+`corpus_score` sums): BLEU's lengths, counts and totals, chrF's per-order counts, TER's edits
+and reference length. Exits 1 if anything differs.
 """
 import argparse
+import contextlib
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from functools import partial
 
 import pyarrow.parquet as pq
 
 from bleu_spark import BleuConfig
-from bleu_spark.oracle import reference_streams, sacrebleu_score
+from bleu_spark.metrics import stat_order
+from bleu_spark.oracle import reference_streams, sacrebleu_sums
 
 TOLERANCE = 1e-9
 EXACT_FIELDS = ("counts", "totals", "sys_len", "ref_len", "signature", "verbose")
 
 
-def job_scores(input_path: str, workdir: str, metrics: str) -> dict:
+def job_scores(input_path: str, workdir: str, metrics: str) -> tuple:
+    """The job's score rows and its summed statistics, per (langpair, system, metric)."""
     out = os.path.join(workdir, "scores")
     cmd = [sys.executable, "-m", "bleu_spark", "score", "--input", input_path, "--output", out,
            "--metrics", metrics]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(out, "scores.json"), encoding="utf-8") as handle:
-        return {(r["langpair"], r["system"], r.get("metric", "bleu")): r for r in json.load(handle)}
+        scores = {(r["langpair"], r["system"], r.get("metric", "bleu")): r for r in json.load(handle)}
+    return scores, job_statistics(os.path.join(out, "stats"))
 
 
-def _sacrebleu_metric(name: str):
-    from sacrebleu.metrics import CHRF, TER
+def job_statistics(stats_dir: str) -> dict:
+    """Each statistics row's metric columns (the non-null ones, in the metric's own order)."""
+    rows = pq.read_table(stats_dir).to_pylist()
+    columns = stat_order(rows[0]) if rows else []
+    sums = {}
+    for row in rows:
+        key = (row["langpair"], row["system"], row["metric"])
+        if key in sums:  # a second row would mean the table is finer than the groups compared
+            raise SystemExit(f"two statistics rows for {key}")
+        sums[key] = [row[c] for c in columns if row[c] is not None]
+    return sums
 
+
+def _sacrebleu_metric(name: str, langpair: str):
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    if name == "bleu":  # the job's defaults: its tokenizer by target language, as `-l` picks it
+        return BLEU(tokenize=BleuConfig().tokenizer_for(langpair))
     return {"chrf": CHRF(), "chrf++": CHRF(word_order=2), "ter": TER()}[name]
 
 
-def oracle_scores(input_path: str, metrics) -> tuple:
-    """Per (langpair, system, metric): sacrebleu's score; and sacrebleu's seconds per metric."""
+def sacrebleu_group(task: tuple) -> tuple:
+    """sacrebleu's score, signature and summed statistics of one group and metric, and the CPU
+    seconds they took."""
+    metric, langpair, system, hyps, refs = task
+    start = time.process_time()
+    theirs, streams = _sacrebleu_metric(metric, langpair), reference_streams(refs)
+    # corpus_score's own steps, keeping the segment statistics it sums
+    theirs._check_corpus_score_args(hyps, streams)
+    stats = theirs._extract_corpus_statistics(hyps, streams)
+    result = theirs._aggregate_and_compute(stats)
+    entry = {"score": result.score, "signature": theirs.get_signature().format(),
+             "statistics": sacrebleu_sums(theirs, stats)}
+    if metric == "bleu":  # its default smoothing (exp) leaves the counts unsmoothed
+        entry.update(counts=result.counts, totals=result.totals, sys_len=result.sys_len,
+                     ref_len=result.ref_len, verbose=result.format())
+    return (langpair, system, metric), entry, time.process_time() - start
+
+
+def oracle_scores(input_path: str, metrics, processes: int = 1) -> tuple:
+    """Per (langpair, system, metric): sacrebleu's score and summed statistics; and sacrebleu's
+    CPU seconds per metric (summed over the worker processes)."""
     rows = pq.read_table(input_path, columns=["langpair", "system", "seg_id", "candidate",
                                               "references"]).to_pylist()
     groups = defaultdict(list)
     for row in rows:
         groups[row["langpair"], row["system"]].append(row)
-    for group in groups.values():
-        group.sort(key=lambda r: r["seg_id"])
-    scores, seconds = {}, {}
+    tasks = []
     for metric in metrics:
-        start = time.time()
         for (langpair, system), group in sorted(groups.items()):
-            hyps, refs = [r["candidate"] for r in group], [r["references"] for r in group]
-            if metric == "bleu":
-                scores[langpair, system, metric] = sacrebleu_score(hyps, refs, BleuConfig(),
-                                                                   langpair=langpair)
-                continue
-            theirs = _sacrebleu_metric(metric)
-            result = theirs.corpus_score(hyps, reference_streams(refs))
-            scores[langpair, system, metric] = {"score": result.score,
-                                                "signature": theirs.get_signature().format()}
-        seconds[metric] = time.time() - start
+            group.sort(key=lambda r: r["seg_id"])
+            tasks.append((metric, langpair, system, [r["candidate"] for r in group],
+                          [r["references"] for r in group]))
+    scores, seconds = {}, dict.fromkeys(metrics, 0.0)
+    # sacrebleu's TER takes most of an hour in one process: groups may go to several
+    with multiprocessing.Pool(processes) if processes > 1 else contextlib.nullcontext() as pool:
+        run = partial(pool.imap_unordered, chunksize=1) if pool else map
+        for key, entry, cpu in run(sacrebleu_group, tasks):
+            scores[key] = entry
+            seconds[key[2]] += cpu
     return scores, seconds
 
 
@@ -81,31 +122,50 @@ def compare(job: dict, oracle: dict) -> list:
     return problems
 
 
+def compare_statistics(job_stats: dict, oracle: dict) -> list:
+    """Each group's summed statistics against sacrebleu's, value for value."""
+    problems = []
+    if set(job_stats) != set(oracle):
+        problems.append(f"statistics rows differ: {sorted(set(job_stats) ^ set(oracle))}")
+    for key in sorted(set(job_stats) & set(oracle)):
+        if job_stats[key] != oracle[key]["statistics"]:
+            problems.append(f"{key}: statistics {job_stats[key]} != {oracle[key]['statistics']}")
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", default="../shared/data/wmt22.parquet")
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--metrics", default="bleu", help="as the job's --metrics (default bleu)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="processes running sacrebleu, a group and metric each (default 1)")
     args = parser.parse_args()
     metrics = [m for m in args.metrics.split(",") if m]
     workdir = args.workdir or tempfile.mkdtemp(prefix="bleu-spark-check-")
     start = time.time()
-    job = job_scores(args.input, workdir, args.metrics)
+    job, job_stats = job_scores(args.input, workdir, args.metrics)
     job_s = time.time() - start
-    oracle, seconds = oracle_scores(args.input, metrics)
+    oracle, seconds = oracle_scores(args.input, metrics, args.processes)
     for key in sorted(oracle):
         mine = job.get(key, {})
         diff = abs(mine.get("score", float("nan")) - oracle[key]["score"])
         print(f"{key[0]}  {key[1]:<24} {key[2]:<6} job {mine.get('score', float('nan')):9.4f}  "
               f"sacrebleu {oracle[key]['score']:9.4f}  |diff| {diff:.1e}  {oracle[key]['signature']}")
     problems = compare(job, oracle)
+    stat_problems = compare_statistics(job_stats, oracle)
+    problems += stat_problems
     max_diff = max(abs(job[k]["score"] - oracle[k]["score"]) for k in oracle if k in job)
     rows = sum(r["n_segments"] for k, r in job.items() if k[2] == metrics[0])
     oracle_s = sum(seconds.values())
     print(f"\n{len(oracle)} groups x metrics, {rows} rows; max |score diff| {max_diff:.1e}; "
-          f"job {job_s:.1f} s as a whole process, sacrebleu {oracle_s:.1f} s in this process ("
+          f"job {job_s:.1f} s as a whole process, sacrebleu {oracle_s:.1f} CPU s ("
           + ", ".join(f"{m} {s:.1f} s" for m, s in seconds.items())
           + f"): {oracle_s / job_s:.1f}x")
+    for metric in metrics:
+        keys = [k for k in oracle if k[2] == metric]
+        same = sum(1 for k in keys if job_stats.get(k) == oracle[k]["statistics"])
+        print(f"{metric}: summed statistics identical to sacrebleu's for {same} of {len(keys)} groups")
     for problem in problems:
         print("MISMATCH", problem)
     print("IDENTICAL" if not problems else f"{len(problems)} MISMATCHES")

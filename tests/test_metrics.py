@@ -1,6 +1,6 @@
 """The metric as the unit: every metric of the registry through every output; chrF and chrF++
 end to end against sacrebleu 2.6's CHRF on every (language pair, system) group of the sample,
-and TER against its TER on a slice of it."""
+and TER against its TER on a slice of it; each non-default chrF and TER option on every 40th row."""
 import json
 import random
 from collections import defaultdict
@@ -16,7 +16,7 @@ from sacrebleu.metrics.ter import TER
 from bleu_spark import BleuConfig, cli, metrics, statstable, views
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
 from bleu_spark.errors import UsageError
-from bleu_spark.oracle import reference_streams
+from bleu_spark.oracle import reference_streams, sacrebleu_sums
 from conftest import SAMPLE
 
 TOLERANCE = 1e-9
@@ -333,6 +333,66 @@ def test_ter_equals_sacrebleu_on_a_slice_of_the_sample(spark, tmp_path, settings
     dashboard = pq.read_table(tmp_path / "out" / "dashboard")
     assert set(dashboard["metric"].to_pylist()) == {"ter"}
     assert "ter_edits" in dashboard.column_names and "sys_len" not in dashboard.column_names
+
+
+# Every --chrf-* and --ter-* option away from its default, one of each metric per run (a metric's
+# options touch only its own statistics). TER's Asian support acts only with normalizing or
+# punctuation removal, so it comes with each of them, and alone.
+OPTION_RUNS = [
+    ({"chrf_char_order": 3}, {"ter_case_sensitive": True}),
+    ({"chrf_word_order": 1}, {"ter_normalized": True}),
+    ({"chrf_beta": 1}, {"ter_no_punct": True}),
+    ({"chrf_lowercase": True}, {"ter_asian_support": True, "ter_normalized": True}),
+    ({"chrf_whitespace": True}, {"ter_asian_support": True, "ter_no_punct": True}),
+    ({"chrf_eps_smoothing": True}, {"ter_asian_support": True}),
+]
+
+
+def sacrebleu_results(table, metric_of):
+    """Per (langpair, system): sacrebleu's score, summed statistics (in the statistics table's
+    form) and signature, from the segment statistics its corpus_score sums."""
+    groups = defaultdict(list)
+    for row in table.to_pylist():
+        groups[row["langpair"], row["system"]].append(row)
+    out = {}
+    for key, rows in groups.items():
+        metric = metric_of()
+        hyps, streams = [r["candidate"] for r in rows], reference_streams([r["references"] for r in rows])
+        stats = metric._extract_corpus_statistics(hyps, streams)
+        out[key] = (metric._aggregate_and_compute(stats), sacrebleu_sums(metric, stats),
+                    str(metric.get_signature()))
+    return out
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("chrf_settings, ter_settings", OPTION_RUNS,
+                         ids=lambda s: "+".join(f"{k}={v}" for k, v in s.items()))
+def test_each_non_default_option_on_wmt22_rows(spark, tmp_path, chrf_settings, ter_settings):
+    """The job on every 40th row of the sample (WMT22, every language pair), chrF and TER with
+    non-default options: each group's score, text line, signature and summed statistics as
+    sacrebleu's with the same options."""
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    table = pq.read_table(SAMPLE)
+    table = table.take(np.arange(0, table.num_rows, 40))
+    path = str(tmp_path / "rows.parquet")
+    pq.write_table(table, path)
+    settings = {**chrf_settings, **ter_settings}
+    result = run_job(spark, JobOptions(input=path, progress_seconds=0, metrics=("chrf", "ter"),
+                                       metric_settings=tuple(settings.items())))
+    options = {name: {k[len(name) + 1:]: v for k, v in s.items()}
+               for name, s in (("chrf", chrf_settings), ("ter", ter_settings))}
+    for name, sacrebleu_class in (("chrf", CHRF), ("ter", TER)):
+        theirs = sacrebleu_results(table, lambda: sacrebleu_class(**options[name]))
+        ours = {(r["langpair"], r["system"]): r for r in result.scores if r["metric"] == name}
+        rows = result.stats.filter(pc.equal(result.stats["metric"], name)).to_pylist()
+        columns = metrics.of_row(rows[0], None).names
+        summed = {(r["langpair"], r["system"]): [r[c] for c in columns] for r in rows}
+        assert ours.keys() == theirs.keys() == summed.keys() and len(ours) == 112
+        for key, (score, sums, signature) in theirs.items():
+            assert abs(ours[key]["score"] - score.score) <= TOLERANCE, (name, key)
+            assert (ours[key]["verbose"], ours[key]["signature"]) == (str(score), signature), key
+            assert summed[key] == sums, (name, key)
 
 
 def test_metrics_and_their_options_from_flags_and_the_job_file(tmp_path):
