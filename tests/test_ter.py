@@ -133,7 +133,7 @@ def spaced(rng, words):
     return line
 
 
-# -- sacrebleu's own kinds of cases --------------------------------------------------------------
+# -- the kinds of cases sacrebleu's tests have (its own run in test_sacrebleu_cases.py) --
 
 CASES = [
     (["aaaa bbbb cccc dddd"], [["aaaa bbbb cccc dddd"]]),                  # a perfect match
@@ -142,11 +142,6 @@ CASES = [
     (["a"], [[""]]),                                                       # an empty reference
     ([""], [[""]]),
     (["d e f g h a b c"], [["a b c d e f g h"]]),                          # one shift fixes it
-    (["wählen Sie \" Bild neu berechnen , \" um den Pinsel neu zu berechnen .",
-      "wenn Sie alle Bildpunkte neu berechnen wollen , ziehen Sie das Werkzeug auf das Bild ."],
-     [["wählen Sie \" Bild neu berechnen \" , um beim Ändern des Pinsels neu zu berechnen .",
-       "Wählen Sie „Bild neu berechnen“, um den Pinsel neu zu berechnen."],
-      ["ziehen Sie das Werkzeug auf das Bild , wenn Sie alle Pixel neu berechnen wollen .", None]]),
     (["The Cat's hat &amp; the DOG's (big) bowl, 3.5 kg; costs 1,000.-- yes!",
       "東京は大きい。カタカナとひらがなの文、「引用」，全角！（括弧）"],
      [["the cat's hat & the dog's big bowl , 3.5 kg ; costs 1,000 -- yes !",
