@@ -1,8 +1,8 @@
 """chrF and chrF++ statistics and scores against sacrebleu 2.6's CHRF, run on the same inputs:
 segment statistics integer for integer (`_extract_corpus_statistics`), corpus scores from the
 summed statistics against `corpus_score`, sentence scores against `sentence_score`; on generated
-text around every fact that decides equality, on every row of the sample, and on sacrebleu's own
-chrF test cases."""
+text around every fact that decides equality and on every row of the sample (sacrebleu's own
+test cases run from its files: test_sacrebleu_cases.py)."""
 import random
 from dataclasses import asdict, replace
 
