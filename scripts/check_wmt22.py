@@ -1,7 +1,7 @@
 """Score a WMT-style table with the job and with sacrebleu 2.6, group by group, and compare.
 
     python scripts/check_wmt22.py [--input ../shared/data/wmt22.parquet] [--workdir DIR]
-                                  [--metrics bleu,chrf,chrf++,ter] [--processes N]
+                                  [--metrics bleu,chrf,chrf++,ter] [--processes N] [--segments]
 
 Runs `bleu-spark score --metrics ...` as a whole process (auto tokenizer per language pair),
 then sacrebleu's `corpus_score` of each metric on each (langpair, system) group's rows ordered
@@ -11,7 +11,11 @@ time per metric). It compares each group's score (to 1e-9), signature (for BLEU 
 totals, lengths and text line), and its summed statistics in the job's `stats/` table with the
 sum of sacrebleu's segment statistics (`_extract_corpus_statistics`, the list its
 `corpus_score` sums): BLEU's lengths, counts and totals, chrF's per-order counts, TER's edits
-and reference length. Exits 1 if anything differs.
+and reference length. With `--segments`, the job also writes its segments table, and each
+row's `sentence_score` of each metric is compared (to 1e-9) with sacrebleu's `sentence_score`
+of that row (BLEU with effective order; for TER, whose sentence score is its corpus steps on one
+segment, `_aggregate_and_compute` of that segment's statistics, which the corpus check has
+already extracted). Exits 1 if anything differs.
 """
 import argparse
 import contextlib
@@ -35,11 +39,11 @@ TOLERANCE = 1e-9
 EXACT_FIELDS = ("counts", "totals", "sys_len", "ref_len", "signature", "verbose")
 
 
-def job_scores(input_path: str, workdir: str, metrics: str) -> tuple:
+def job_scores(input_path: str, workdir: str, metrics: str, segments: bool = False) -> tuple:
     """The job's score rows and its summed statistics, per (langpair, system, metric)."""
     out = os.path.join(workdir, "scores")
     cmd = [sys.executable, "-m", "bleu_spark", "score", "--input", input_path, "--output", out,
-           "--metrics", metrics]
+           "--metrics", metrics, *(["--segments"] if segments else [])]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(out, "scores.json"), encoding="utf-8") as handle:
         scores = {(r["langpair"], r["system"], r.get("metric", "bleu")): r for r in json.load(handle)}
@@ -67,10 +71,28 @@ def _sacrebleu_metric(name: str, langpair: str):
     return {"chrf": CHRF(), "chrf++": CHRF(word_order=2), "ter": TER()}[name]
 
 
+def job_sentences(workdir: str) -> dict:
+    """Each segment's sentence score, per (row of the input file, metric)."""
+    table = pq.read_table(os.path.join(workdir, "scores", "segments"),
+                          columns=["input_row", "metric", "sentence_score"])
+    return {(r["input_row"], r["metric"]): r["sentence_score"] for r in table.to_pylist()}
+
+
+def sacrebleu_sentences(metric: str, langpair: str, theirs, hyps, refs, stats) -> list:
+    """sacrebleu's sentence score of each segment of a group."""
+    from sacrebleu.metrics import BLEU
+
+    if metric == "ter":  # TER.sentence_score: these steps on the one segment's statistics
+        return [theirs._aggregate_and_compute([row]).score for row in stats]
+    if metric == "bleu":
+        theirs = BLEU(tokenize=BleuConfig().tokenizer_for(langpair), effective_order=True)
+    return [theirs.sentence_score(h, [r for r in rs if r is not None]).score for h, rs in zip(hyps, refs)]
+
+
 def sacrebleu_group(task: tuple) -> tuple:
-    """sacrebleu's score, signature and summed statistics of one group and metric, and the CPU
-    seconds they took."""
-    metric, langpair, system, hyps, refs = task
+    """sacrebleu's score, signature and summed statistics of one group and metric (and with
+    `rows`, each segment's sentence score by its row), and the CPU seconds they took."""
+    metric, langpair, system, hyps, refs, rows = task
     start = time.process_time()
     theirs, streams = _sacrebleu_metric(metric, langpair), reference_streams(refs)
     # corpus_score's own steps, keeping the segment statistics it sums
@@ -82,23 +104,28 @@ def sacrebleu_group(task: tuple) -> tuple:
     if metric == "bleu":  # its default smoothing (exp) leaves the counts unsmoothed
         entry.update(counts=result.counts, totals=result.totals, sys_len=result.sys_len,
                      ref_len=result.ref_len, verbose=result.format())
+    if rows is not None:
+        scores = sacrebleu_sentences(metric, langpair, theirs, hyps, refs, stats)
+        entry["sentences"] = dict(zip(rows, scores))
     return (langpair, system, metric), entry, time.process_time() - start
 
 
-def oracle_scores(input_path: str, metrics, processes: int = 1) -> tuple:
-    """Per (langpair, system, metric): sacrebleu's score and summed statistics; and sacrebleu's
-    CPU seconds per metric (summed over the worker processes)."""
+def oracle_scores(input_path: str, metrics, processes: int = 1, sentences: bool = False) -> tuple:
+    """Per (langpair, system, metric): sacrebleu's score and summed statistics (and with
+    `sentences`, its sentence scores by row); and sacrebleu's CPU seconds per metric (summed
+    over the worker processes)."""
     rows = pq.read_table(input_path, columns=["langpair", "system", "seg_id", "candidate",
                                               "references"]).to_pylist()
     groups = defaultdict(list)
-    for row in rows:
-        groups[row["langpair"], row["system"]].append(row)
+    for index, row in enumerate(rows):
+        groups[row["langpair"], row["system"]].append(dict(row, row=index))
     tasks = []
     for metric in metrics:
         for (langpair, system), group in sorted(groups.items()):
             group.sort(key=lambda r: r["seg_id"])
             tasks.append((metric, langpair, system, [r["candidate"] for r in group],
-                          [r["references"] for r in group]))
+                          [r["references"] for r in group],
+                          [r["row"] for r in group] if sentences else None))
     scores, seconds = {}, dict.fromkeys(metrics, 0.0)
     # sacrebleu's TER takes most of an hour in one process: groups may go to several
     with multiprocessing.Pool(processes) if processes > 1 else contextlib.nullcontext() as pool:
@@ -133,6 +160,19 @@ def compare_statistics(job_stats: dict, oracle: dict) -> list:
     return problems
 
 
+def compare_sentences(job: dict, oracle: dict) -> tuple:
+    """Each (row, metric)'s sentence score against sacrebleu's: the mismatches, the pairs
+    compared and the largest difference."""
+    theirs = {(row, key[2]): score for key, entry in oracle.items()
+              for row, score in entry.get("sentences", {}).items()}
+    problems = [f"sentence scores of {len(set(job) ^ set(theirs))} (row, metric) pairs on one side only"] \
+        if set(job) != set(theirs) else []
+    diffs = {k: abs(job[k] - theirs[k]) for k in set(job) & set(theirs)}
+    problems += [f"row {k[0]} {k[1]}: sentence score {job[k]!r} != {theirs[k]!r}"
+                 for k, d in sorted(diffs.items()) if d > TOLERANCE]
+    return problems, len(diffs), max(diffs.values(), default=0.0)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", default="../shared/data/wmt22.parquet")
@@ -140,13 +180,15 @@ def main() -> int:
     parser.add_argument("--metrics", default="bleu", help="as the job's --metrics (default bleu)")
     parser.add_argument("--processes", type=int, default=1,
                         help="processes running sacrebleu, a group and metric each (default 1)")
+    parser.add_argument("--segments", action="store_true",
+                        help="also every row's sentence score of every metric (the segments table)")
     args = parser.parse_args()
     metrics = [m for m in args.metrics.split(",") if m]
     workdir = args.workdir or tempfile.mkdtemp(prefix="bleu-spark-check-")
     start = time.time()
-    job, job_stats = job_scores(args.input, workdir, args.metrics)
+    job, job_stats = job_scores(args.input, workdir, args.metrics, args.segments)
     job_s = time.time() - start
-    oracle, seconds = oracle_scores(args.input, metrics, args.processes)
+    oracle, seconds = oracle_scores(args.input, metrics, args.processes, args.segments)
     for key in sorted(oracle):
         mine = job.get(key, {})
         diff = abs(mine.get("score", float("nan")) - oracle[key]["score"])
@@ -166,7 +208,12 @@ def main() -> int:
         keys = [k for k in oracle if k[2] == metric]
         same = sum(1 for k in keys if job_stats.get(k) == oracle[k]["statistics"])
         print(f"{metric}: summed statistics identical to sacrebleu's for {same} of {len(keys)} groups")
-    for problem in problems:
+    if args.segments:
+        sentence_problems, compared, largest = compare_sentences(job_sentences(workdir), oracle)
+        print(f"sentence scores: {compared - len(sentence_problems)} of {compared} (row, metric) "
+              f"pairs equal sacrebleu's to {TOLERANCE}; max |diff| {largest:.1e}")
+        problems += sentence_problems
+    for problem in problems[:50]:
         print("MISMATCH", problem)
     print("IDENTICAL" if not problems else f"{len(problems)} MISMATCHES")
     return 1 if problems else 0
