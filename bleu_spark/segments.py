@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import output, statstable
+from . import bootstrap, metrics, output, statstable
 from .errors import UsageError
 
 TABLE = "segments"
@@ -115,8 +115,6 @@ def summed(table: pa.Table, keys: Sequence[str], resample: bool) -> pa.Table:
 def draw_of(labels: Sequence[str]) -> Tuple[int, int]:
     """(replicates, seed) of the segments' replicate sums: any draw can be made from their
     hashes; the one the writing run made when it made one."""
-    from . import bootstrap
-
     drawn = sorted(set(labels) - {"", None})
     if len(drawn) > 1:
         raise UsageError(f"the segments were written by runs of different draws ({', '.join(drawn)}); "
@@ -132,8 +130,6 @@ def with_replicate_sums(table: pa.Table, keys: Sequence[str], n_replicates: int,
     """Segment rows added up per `keys` (`statstable.add_up`), each sum with the replicate sums
     the scoring pass would keep for it: every segment weighted by the Poisson(1) weights drawn
     from its hash. Equal to a run grouped by `keys`, whatever slice the rows are."""
-    from . import bootstrap, metrics
-
     keys = list(keys)
     groups = table.select(keys).append_column("_row", pa.array(np.arange(table.num_rows))) \
         .group_by(keys, use_threads=False).aggregate([("_row", "list")])

@@ -15,6 +15,7 @@ from typing import Dict, Iterator, Optional, Tuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import TaskContext
 from pyspark.sql import types as T
 
 from .. import bootstrap, metrics, statstable
@@ -219,8 +220,6 @@ class _Segments:
     """The scored segments of a partition, written as they are measured (`--segments`)."""
 
     def __init__(self, plan: PartitionPlan):
-        from pyspark import TaskContext
-
         task = TaskContext.get()
         self.plan = plan
         self.writer = SegmentsWriter(plan.segments, task.partitionId() if task else 0,
