@@ -88,12 +88,19 @@ def test_segments_summed_per_group_equal_the_statistics_table(scored):
     assert mine.to_pylist() == theirs.to_pylist()
 
 
+@pytest.fixture(scope="module")
+def by_domain(spark, scored):
+    """A fresh run of the same rows grouped by a column the segments carry."""
+    folder, _, _ = scored
+    return run_job(spark, JobOptions(input=str(folder / "in.parquet"), metrics=METRICS,
+                                     group_by=("domain", "langpair"), resampling=RESAMPLING,
+                                     progress_seconds=0)).scores
+
+
 @pytest.mark.parametrize("engine", ["local", "spark"])
-def test_aggregate_by_a_carried_column_equals_a_fresh_run(spark, scored, engine):
+def test_aggregate_by_a_carried_column_equals_a_fresh_run(spark, scored, by_domain, engine):
     folder, table, _ = scored
-    fresh = run_job(spark, JobOptions(input=str(folder / "in.parquet"), metrics=METRICS,
-                                      group_by=("domain", "langpair"), resampling=RESAMPLING,
-                                      progress_seconds=0)).scores
+    fresh = by_domain
     aggregated = run_aggregate(AggregateOptions(
         stats=str(folder / "out" / "segments"), group_by=("domain", "langpair"), confidence=True,
         engine=engine, output=str(folder / f"agg-{engine}")), spark).scores
