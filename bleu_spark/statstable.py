@@ -72,6 +72,8 @@ FINGERPRINT_MASK = 0xFFFFFFFF
 # row per segment and metric, with the segment's own values: its sentence-level score and the
 # hash its bootstrap weights are drawn from. Neither is a group column.
 SENTENCE_SCORE, SEGMENT_HASH = SEGMENT_VALUES = ("sentence_score", "segment_hash")
+# The tables of an output folder that hold statistics rows, readable by `aggregate` by their path.
+STATISTICS_FOLDERS = ("stats", "segments")
 
 
 def stat_columns(table: pa.Table) -> list:
@@ -290,7 +292,7 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
     marker = output.read_marker(fs, root)
     if marker is not None:
         root = f"{root}/stats"
-    elif os.path.basename(root) in ("stats", "segments"):  # a table of an output folder
+    elif os.path.basename(root) in STATISTICS_FOLDERS:  # a table of an output folder
         marker = output.read_marker(fs, os.path.dirname(root))
     info = fs.get_file_info(root)
     if info.type == output.pafs.FileType.NotFound:

@@ -30,7 +30,7 @@ def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None
     fs, root = out.filesystem(path)
     marker = out.read_marker(fs, root)
     stats_path = path.rstrip("/") + "/stats" if marker else path
-    if marker is None and os.path.basename(root) in ("stats", "segments"):
+    if marker is None and os.path.basename(root) in statstable.STATISTICS_FOLDERS:
         marker = out.read_marker(fs, os.path.dirname(root))
     if marker and marker.get("partition_by"):
         frame = read_partitioned(spark, stats_path, marker)

@@ -245,12 +245,12 @@ class Measurement:
         self.plan = plan or plan_for(table.schema, options)
         self.sets = grouping_sets(options, table.schema.fieldNames())
         columns = table.schema.fieldNames()
-        carried = [c for c in self.plan.read_columns if c in columns]
+        read = [c for c in self.plan.read_columns if c in columns]  # carried segment columns too
         position = bool(self.plan.segments) and self.plan.segments.key_cols == segments.POSITION
         self.input = inputs.scoring_input(spark, table, options, self.plan.group_cols,
                                           self.plan.langpair_col,
                                           table.frame.count() if rows is None else rows, scan,
-                                          carried, position)
+                                          read, position)
         accumulators = (rows_done, self.references_tokenized)
         if self.input.scan is not None:
             partials = self.input.scan.partial_sums(spark, self.plan, *accumulators)
