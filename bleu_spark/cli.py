@@ -339,13 +339,15 @@ def format_table(scores: List[dict], group_cols) -> str:
     several = len({r["grouping"] for r in scores}) > 1
     intervals = any(r.get("ci_low") is not None for r in scores)
     details = any(_details(r) for r in scores)
+    ranked = any(r.get("cluster") is not None for r in scores)
     headers = [*group_cols, *(["grouping"] if several else []), "metric", "tokenize", "n_segments",
-               "n_rejected", *(["95% CI"] if intervals else []), "score",
+               "n_rejected", *(["95% CI"] if intervals else []),
+               *(["rank (range)", "cluster"] if ranked else []), "score",
                *(["details"] if details else [])]
     rows = [[*("" if r[c] is None else str(r[c]) for c in group_cols),
              *([r["grouping"] or "()"] if several else []), _metric_name(r),
              str(r["tokenize"] or "-"), str(r["n_segments"]), str(r["n_rejected"]),
-             *([_interval(r)] if intervals else []),
+             *([_interval(r)] if intervals else []), *(_rank(r) if ranked else []),
              "-" if r["score"] is None else f"{r['score']:.2f}", *([_details(r)] if details else [])]
             for r in scores]
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
@@ -371,6 +373,12 @@ def _interval(row: dict) -> str:
     if row.get("ci_low") is None:
         return "-"
     return f"{row['ci_low']:.2f}-{row['ci_high']:.2f} (μ = {row['bs_mean']:.2f} ± {row['ci_halfwidth']:.2f})"
+
+
+def _rank(row: dict) -> List[str]:
+    if row.get("cluster") is None:
+        return ["-", "-"]
+    return [f"{row['rank']} ({row['rank_low']}-{row['rank_high']})", str(row["cluster"])]
 
 
 def format_paired(paired: List[dict]) -> str:

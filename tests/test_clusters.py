@@ -162,3 +162,48 @@ def test_aggregate_clusters_of_saved_statistics_equal_a_fresh_run_and_the_replic
     assert {r["system"]: {f: r[f] for f in clusters.FIELDS} for r in sliced.scores} == expected
     written = pq.read_table(str(tmp_path / "agg" / "scores")).to_pylist()
     assert {r["system"]: r["cluster"] for r in written} == {s: e["cluster"] for s, e in expected.items()}
+
+
+# --- the report, rendered by headless Chromium ---------------------------------------------
+
+@pytest.mark.browser
+def test_the_report_shows_clusters_in_every_ranking_and_the_overview(tmp_path):
+    import importlib.util
+    import os
+
+    from playwright.sync_api import sync_playwright
+
+    from bleu_spark.report import render_report
+
+    path = os.path.join(os.path.dirname(SAMPLE), "..", "scripts", "report_screenshot.py")
+    spec = importlib.util.spec_from_file_location("report_screenshot", path)
+    shot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shot)
+    scores = [dict(r, metric="bleu") for r in shot.sample_scores(langpairs=["de-en"])]
+    scores = shot.add_sample_clusters(scores + shot.metric_scores("ter", langpairs=["de-en"]))
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_report(scores, group_cols=["langpair", "system"]), encoding="utf-8")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shot.CHROMIUM, args=shot.CHROMIUM_ARGS,
+                                             headless=True)
+        page = browser.new_page()
+        page.goto("file://" + str(page_file), wait_until="load")
+        texts = lambda selector: page.eval_on_selector_all(
+            selector, "nodes => nodes.map(n => n.textContent.trim())")
+        for number, metric in enumerate(["bleu", "ter"]):
+            rows = sorted((r for r in scores if r["metric"] == metric),
+                          key=lambda r: (r["rank"], r["system"]))
+            table = f"#section-{number} table.scores tbody tr"
+            assert texts(f"{table} td.cluster") == [str(r["cluster"]) for r in rows]
+            ranges = [str(r["rank_low"]) if r["rank_low"] == r["rank_high"]
+                      else f"{r['rank_low']}–{r['rank_high']}" for r in rows]
+            assert texts(f"{table} td.rank-range") == ranges
+            # A rule across the table where each cluster after the first starts.
+            starts = page.eval_on_selector_all(f"{table}.cluster-start", "n => n.map(r => r.dataset.cluster)")
+            assert starts == [str(c) for c in sorted({r["cluster"] for r in rows})[1:]]
+            labels = texts(f"#bars-{number} .annotation-text")
+            assert sorted(labels) == sorted(f"{r['score']:.2f}  #{x}" for r, x in zip(rows, ranges))
+            overview = texts(f"#matrix-{number} table.matrix tbody sup.cluster")
+            assert sorted(overview) == sorted(str(r["cluster"]) for r in rows)
+        assert len({r["cluster"] for r in scores}) > 1  # some band is drawn
+        browser.close()
