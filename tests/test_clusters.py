@@ -207,3 +207,39 @@ def test_the_report_shows_clusters_in_every_ranking_and_the_overview(tmp_path):
             assert sorted(overview) == sorted(str(r["cluster"]) for r in rows)
         assert len({r["cluster"] for r in scores}) > 1  # some band is drawn
         browser.close()
+
+
+# --- options -----------------------------------------------------------------------------------
+
+def run_cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "bleu_spark", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--group-by", "langpair"], "--clusters ranks systems: system must be a group column"),
+    (["--bootstrap-method", "sacrebleu"], "--bootstrap-method sacrebleu needs --segment-key or --join-on: "
+                                          "the segment order sacrebleu resamples in"),
+])
+def test_clusters_without_what_they_need_is_one_line_and_exit_2(tmp_path, args, message):
+    result = run_cli("score", "--input", SAMPLE, "--output", str(tmp_path / "out"), "--clusters", *args)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [f"bleu-spark: error: {message}"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_job_file_key_turns_clusters_and_their_bootstrap_on(tmp_path):
+    from bleu_spark.cli import build_parser, effective_settings, job_options
+    from bleu_spark.errors import ConfigFileError
+
+    job = tmp_path / "job.yaml"
+    job.write_text("input: in.parquet\noutput: out\nclusters: true\n")
+    options = job_options(effective_settings(build_parser().parse_args(["score", "--config", str(job)])))
+    assert options.resampling.clusters and not options.resampling.confidence
+    assert options.resampling.replicates == bootstrap.DEFAULT_BOOTSTRAP_SAMPLES  # the draws it needs
+    job.write_text("input: in.parquet\noutput: out\nclusters: 'yes'\n")
+    with pytest.raises(ConfigFileError, match="clusters is string 'yes', expected boolean"):
+        effective_settings(build_parser().parse_args(["score", "--config", str(job)]))
