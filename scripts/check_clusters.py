@@ -22,7 +22,7 @@ SIGNIFICANCE = 0.05
 METRICS = ("bleu", "chrf", "ter")
 
 
-def run(input_path: str, out: str, method: str, baseline: str):
+def run(input_path: str, out: str, method: str, baseline: str, reuse: bool = False):
     """One run per metric: the sacrebleu method brings every segment's statistics to the driver,
     and three metrics' at once of the whole table are more than Spark's default result size."""
     scores, paired, elapsed = {}, {}, 0.0
@@ -32,9 +32,12 @@ def run(input_path: str, out: str, method: str, baseline: str):
                "--clusters", "--paired-bs", "--baseline", baseline, "--bootstrap-method", method,
                "--metrics", metric, "--segment-key", "testset,langpair,seg_id",
                "--progress-seconds", "0"]
-        started = time.time()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        elapsed += time.time() - started
+        if reuse and os.path.exists(os.path.join(folder, "scores.json")):
+            elapsed = float("nan")  # an earlier run's output, read again
+        else:
+            started = time.time()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            elapsed += time.time() - started
         for row in json.load(open(os.path.join(folder, "scores.json"), encoding="utf-8")):
             scores[row["langpair"], row["metric"], row["system"]] = row
         for row in json.load(open(os.path.join(folder, "paired.json"), encoding="utf-8")):
@@ -62,14 +65,28 @@ def describe(key, row, base, test) -> str:
             f"[{test['delta_ci_low']:+.2f}, {test['delta_ci_high']:+.2f}]")
 
 
+def layout(scores: dict, group, ranged) -> str:
+    """A comparison group's systems best first, `|` where a cluster starts."""
+    rows = sorted((r for k, r in scores.items() if k[:2] == group), key=lambda r: (r["rank"], r["system"]))
+    text = []
+    for i, r in enumerate(rows):
+        if i and r["cluster"] != rows[i - 1]["cluster"]:
+            text.append("|")
+        differs = (group[0], group[1], r["system"]) in ranged
+        text.append(r["system"] + (f"({r['rank_low']}-{r['rank_high']})" if differs else ""))
+    return " ".join(text)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", default=os.path.join("..", "shared", "data", "wmt22.parquet"))
     parser.add_argument("--baseline", default="Online-B")
     parser.add_argument("--workdir", help="keep the outputs here (default: a temporary folder)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="read the outputs an earlier run left in --workdir again")
     args = parser.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix="check-clusters-")
-    results = {m: run(args.input, os.path.join(workdir, m), m, args.baseline)
+    results = {m: run(args.input, os.path.join(workdir, m), m, args.baseline, args.reuse)
                for m in ("poisson", "sacrebleu")}
     for method, (scores, paired, elapsed) in results.items():
         rows = compare(scores, paired, args.baseline)
@@ -88,21 +105,24 @@ def main(argv=None) -> int:
         print(f"  all  : split & p<0.05 {counts[True, True]:3d}   tied & p>=0.05 "
               f"{counts[False, False]:3d}   tied & p<0.05 {counts[False, True]:3d}   split & p>=0.05 "
               f"{counts[True, False]:3d}")
-        print("  split but p >= 0.05:")
-        for key, split, significant, row, base, test in rows:
-            if split and not significant:
-                print(describe(key, row, base, test))
+        for title, wanted in (("split but p >= 0.05", (True, False)),
+                              ("tied but p < 0.05", (False, True))):
+            print(f"  {title}:")
+            for key, split, significant, row, base, test in rows:
+                if (split, significant) == wanted:
+                    print(describe(key, row, base, test))
     poisson, sacrebleu = results["poisson"][0], results["sacrebleu"][0]
     moved = [k for k in poisson if poisson[k]["cluster"] != sacrebleu[k]["cluster"]]
     ranged = [k for k in poisson if (poisson[k]["rank_low"], poisson[k]["rank_high"])
               != (sacrebleu[k]["rank_low"], sacrebleu[k]["rank_high"])]
     print(f"== methods: {len(moved)} of {len(poisson)} systems in another cluster, "
           f"{len(ranged)} with another rank range")
-    for key in moved:
-        p, s = poisson[key], sacrebleu[key]
-        print(f"  {key[0]} {key[1]:5s} {key[2]:20s} poisson rank {p['rank']} ({p['rank_low']}-"
-              f"{p['rank_high']}) cluster {p['cluster']}   sacrebleu ({s['rank_low']}-"
-              f"{s['rank_high']}) cluster {s['cluster']}")
+    print("  comparison groups whose clusters differ (systems best first, '|' between clusters; "
+          "rank ranges of the systems whose range differs):")
+    for group in sorted({k[:2] for k in moved}):
+        print(f"  {group[0]} {group[1]}")
+        for name, method in (("poisson", poisson), ("sacrebleu", sacrebleu)):
+            print(f"    {name:9s} {layout(method, group, ranged)}")
     return 0
 
 
