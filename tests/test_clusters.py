@@ -160,8 +160,16 @@ def test_aggregate_clusters_of_saved_statistics_equal_a_fresh_run_and_the_replic
     expected = replica(scores, replicates, True)
     assert len({f["cluster"] for f in expected.values()}) > 1
     assert {r["system"]: {f: r[f] for f in clusters.FIELDS} for r in sliced.scores} == expected
-    written = pq.read_table(str(tmp_path / "agg" / "scores")).to_pylist()
-    assert {r["system"]: r["cluster"] for r in written} == {s: e["cluster"] for s, e in expected.items()}
+    # Every table and file of the result holds the fields.
+    import json
+
+    written = {
+        "scores": pq.read_table(str(tmp_path / "agg" / "scores")).to_pylist(),
+        "dashboard": pq.read_table(str(tmp_path / "agg" / "dashboard")).to_pylist(),
+        "scores.json": json.loads((tmp_path / "agg" / "scores.json").read_text(encoding="utf-8")),
+    }
+    for name, rows in written.items():
+        assert {r["system"]: {f: r[f] for f in clusters.FIELDS} for r in rows} == expected, name
 
 
 # --- the report, rendered by headless Chromium ---------------------------------------------
