@@ -104,8 +104,10 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
                segments: Optional[pa.Table] = None, implicit: Sequence[str] = ()) -> List[dict]:
     """One score row per group of every grouping set, in set order, each set sorted by its
     columns. Every column of any set is in every row (None where a set does not group by it).
-    With `resampling.confidence`, each row also has its interval: from the replicate sums in
-    `stats` (poisson), or from `segments`, every segment's statistics (sacrebleu). `implicit`:
+    With `resampling.confidence`, each row also has its interval, and with `resampling.clusters`
+    its rank, rank range and cluster among the systems of its comparison group: both from the
+    same replicate scores, of the replicate sums in `stats` (poisson), or of sacrebleu's draws
+    over `segments`, every segment's statistics (sacrebleu). `implicit`:
     the output's partition columns, left out of the grouping labels."""
     all_cols = list(dict.fromkeys(c for s in sets for c in s))
     rows = []
