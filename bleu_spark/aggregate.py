@@ -38,6 +38,7 @@ class AggregateOptions:
     confidence: bool = False                         # intervals from the saved replicate sums
     paired_bs: bool = False                          # paired bootstrap against `baseline`
     baseline: Optional[str] = None
+    clusters: bool = False                           # rank ranges and clusters per comparison
     parsed_where: Optional[predicate.Predicate] = field(init=False, default=None, compare=False, repr=False)
 
     def __post_init__(self):
@@ -59,7 +60,7 @@ class AggregateOptions:
 
     @property
     def resamples(self) -> bool:
-        return self.confidence or self.paired_bs
+        return self.confidence or self.paired_bs or self.clusters
 
     @property
     def kept_columns(self) -> Optional[Tuple[str, ...]]:
@@ -129,6 +130,8 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
         stats = _read(options, spark)
         statstable.check_measurement(stats)
         sets = grouping_sets(options, stats)
+        if options.clusters:
+            views.check_clusters(sets)
         finest = list(dict.fromkeys(c for s in sets for c in s))
         if segments.is_segments_table(stats):  # a row a segment: replicate sums from the hashes
             stats = segments.summed(stats, [*finest, *statstable.MEASUREMENT], options.resamples)
@@ -184,7 +187,8 @@ def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[boo
                          f"scored with the same --confidence options)")
     _, n_bootstrap, seed = labels.pop().split(":")
     return bootstrap.Resampling(confidence=options.confidence, n_bootstrap=int(n_bootstrap),
-                                seed=int(seed), paired_bs=options.paired_bs, baseline=options.baseline)
+                                seed=int(seed), paired_bs=options.paired_bs, baseline=options.baseline,
+                                clusters=options.clusters)
 
 
 def _read(options: AggregateOptions, spark) -> pa.Table:

@@ -172,15 +172,29 @@ def sacrebleu_interval(stats, config, n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES
     """sacrebleu's `corpus_score(..., n_bootstrap=n_samples)` interval with SACREBLEU_SEED=seed:
     `mean` is its μ (`statistics.mean` of the resample scores), `halfwidth` its ±, and
     `low`/`high` the percentile bounds that ± is half the distance of."""
+    score, scores = sacrebleu_resample_scores(stats, config, n_samples, seed)
+    return sacrebleu_interval_of(score, scores, seed)
+
+
+def sacrebleu_resample_scores(stats, config, n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
+                              seed: int = DEFAULT_SEED):
+    """sacrebleu's score of the whole data and its `n_samples` resample scores: the draws of
+    `default_rng(seed)` depend only on the number of segments, so systems over the same
+    segments are resampled alike (as its paired bootstrap does)."""
     stats = _segment_stats(stats)
     _check_replay_size(len(stats), n_samples, 8)
     metric = sacrebleu_metric(config)
     stats = as_metric(config).sacrebleu_statistics(stats)
     scores = _resample_scores(metric, stats, _resample_indices(len(stats), n_samples, seed))
+    return _full_score(metric, stats), scores
+
+
+def sacrebleu_interval_of(score: float, scores: np.ndarray, seed: int) -> Interval:
+    """The interval sacrebleu prints from its resample scores: μ is `statistics.mean`."""
     low, high = percentile_bounds(scores)
-    return Interval(score=_full_score(metric, stats), mean=statistics.mean(scores.tolist()),
-                    low=low, high=high, halfwidth=0.5 * (high - low), n_samples=n_samples,
-                    seed=seed, method=SACREBLEU)
+    return Interval(score=score, mean=statistics.mean(scores.tolist()), low=low, high=high,
+                    halfwidth=0.5 * (high - low), n_samples=len(scores), seed=seed,
+                    method=SACREBLEU)
 
 
 def _check_paired(baseline: np.ndarray, system: np.ndarray) -> None:
@@ -481,6 +495,7 @@ class Resampling:
     paired_ar: bool = False
     baseline: Optional[str] = None
     n_ar_trials: int = DEFAULT_AR_TRIALS
+    clusters: bool = False  # rank ranges and clusters per comparison group, on the bootstrap's draws
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -506,12 +521,17 @@ class Resampling:
 
     @property
     def active(self) -> bool:
-        return self.confidence or self.paired_bs or self.paired_ar
+        return self.confidence or self.paired_bs or self.paired_ar or self.clusters
+
+    @property
+    def bootstrapped(self) -> bool:
+        """Whether each group's replicate scores are needed (intervals, clusters)."""
+        return self.confidence or self.clusters
 
     @property
     def replicates(self) -> int:
         """Bootstrap replicate sums the measurement must keep (poisson)."""
-        return self.n_bootstrap if self.method == POISSON and (self.confidence or self.paired_bs) else 0
+        return self.n_bootstrap if self.method == POISSON and (self.bootstrapped or self.paired_bs) else 0
 
     @property
     def trials(self) -> int:

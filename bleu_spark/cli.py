@@ -26,7 +26,7 @@ DEFAULTS = {
     "progress_seconds": 30.0, "grouping_sets": None, "partition_by": None, "report": False,
     "confidence": False, "bootstrap_method": "poisson", "n_bootstrap": 1000, "seed": 12345,
     "paired_bs": False, "paired_ar": False, "baseline": None, "n_ar_trials": 10000,
-    "colocate_references": "auto", "scan": "auto",
+    "clusters": False, "colocate_references": "auto", "scan": "auto",
     "metrics": "bleu", "chrf_char_order": 6, "chrf_word_order": 0, "chrf_beta": 2,
     "chrf_whitespace": False, "chrf_lowercase": False, "chrf_eps_smoothing": False,
     "ter_case_sensitive": False, "ter_normalized": False, "ter_no_punct": False,
@@ -50,7 +50,7 @@ JOB_FILE_KINDS = {
     "partition_by": COLUMNS, "report": BOOLEAN,
     "confidence": BOOLEAN, "bootstrap_method": STRING, "n_bootstrap": INTEGER, "seed": INTEGER,
     "paired_bs": BOOLEAN, "paired_ar": BOOLEAN, "baseline": STRING, "n_ar_trials": INTEGER,
-    "colocate_references": STRING, "scan": STRING,
+    "clusters": BOOLEAN, "colocate_references": STRING, "scan": STRING,
     "metrics": COLUMNS, "chrf_char_order": INTEGER, "chrf_word_order": INTEGER,
     "chrf_beta": INTEGER, "chrf_whitespace": BOOLEAN, "chrf_lowercase": BOOLEAN,
     "chrf_eps_smoothing": BOOLEAN, "ter_case_sensitive": BOOLEAN, "ter_normalized": BOOLEAN,
@@ -135,6 +135,9 @@ def _add_showing(parser) -> None:
     stats.add_argument("--paired-bs", action=argparse.BooleanOptionalAction, default=None,
                        help="paired bootstrap test of every system against --baseline")
     stats.add_argument("--baseline", metavar="SYSTEM", help="the system paired tests compare against")
+    stats.add_argument("--clusters", action=argparse.BooleanOptionalAction, default=None,
+                       help="rank ranges and significance clusters of the systems of each "
+                            "comparison group, on the bootstrap's draws")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -305,7 +308,8 @@ def resampling_options(settings: dict):
     return Resampling(confidence=bool(settings["confidence"]), method=settings["bootstrap_method"],
                       n_bootstrap=settings["n_bootstrap"], seed=settings["seed"],
                       paired_bs=bool(settings["paired_bs"]), paired_ar=bool(settings["paired_ar"]),
-                      baseline=settings["baseline"], n_ar_trials=settings["n_ar_trials"])
+                      baseline=settings["baseline"], n_ar_trials=settings["n_ar_trials"],
+                      clusters=bool(settings["clusters"]))
 
 
 def aggregate_options(args: argparse.Namespace):
@@ -321,7 +325,7 @@ def aggregate_options(args: argparse.Namespace):
                             where=args.where, report=bool(args.report), engine=args.engine,
                             config=config, weights=_csv(args.weights) if args.weights is not None else None,
                             confidence=bool(args.confidence), paired_bs=bool(args.paired_bs),
-                            baseline=args.baseline)
+                            baseline=args.baseline, clusters=bool(args.clusters))
 
 
 # Console columns aligned to the right: numbers.
@@ -335,13 +339,15 @@ def format_table(scores: List[dict], group_cols) -> str:
     several = len({r["grouping"] for r in scores}) > 1
     intervals = any(r.get("ci_low") is not None for r in scores)
     details = any(_details(r) for r in scores)
+    ranked = any(r.get("cluster") is not None for r in scores)
     headers = [*group_cols, *(["grouping"] if several else []), "metric", "tokenize", "n_segments",
-               "n_rejected", *(["95% CI"] if intervals else []), "score",
+               "n_rejected", *(["95% CI"] if intervals else []),
+               *(["rank (range)", "cluster"] if ranked else []), "score",
                *(["details"] if details else [])]
     rows = [[*("" if r[c] is None else str(r[c]) for c in group_cols),
              *([r["grouping"] or "()"] if several else []), _metric_name(r),
              str(r["tokenize"] or "-"), str(r["n_segments"]), str(r["n_rejected"]),
-             *([_interval(r)] if intervals else []),
+             *([_interval(r)] if intervals else []), *(_rank(r) if ranked else []),
              "-" if r["score"] is None else f"{r['score']:.2f}", *([_details(r)] if details else [])]
             for r in scores]
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
@@ -367,6 +373,12 @@ def _interval(row: dict) -> str:
     if row.get("ci_low") is None:
         return "-"
     return f"{row['ci_low']:.2f}-{row['ci_high']:.2f} (μ = {row['bs_mean']:.2f} ± {row['ci_halfwidth']:.2f})"
+
+
+def _rank(row: dict) -> List[str]:
+    if row.get("cluster") is None:
+        return ["-", "-"]
+    return [f"{row['rank']} ({row['rank_low']}-{row['rank_high']})", str(row["cluster"])]
 
 
 def format_paired(paired: List[dict]) -> str:

@@ -80,6 +80,16 @@ class Group:
         return None if low is None or high is None else (low, high)
 
     @property
+    def cluster(self) -> Optional[int]:
+        return self.row.get("cluster")
+
+    @property
+    def rank_range(self) -> str:
+        """The bootstrap's rank range, `2–4` (one rank alone when it is sure)."""
+        low, high = self.row.get("rank_low"), self.row.get("rank_high")
+        return "" if low is None else str(low) if low == high else f"{low}–{high}"
+
+    @property
     def rejected(self) -> bool:
         return (self.row.get("n_rejected") or 0) > 0
 
@@ -130,6 +140,10 @@ class Section:
     @property
     def signatures(self) -> List[str]:
         return sorted({g.row["signature"] for g in self.groups if g.row.get("signature")})
+
+    @property
+    def has_clusters(self) -> bool:
+        return any(g.cluster is not None for g in self.groups)
 
     @property
     def has_coverage(self) -> bool:
@@ -233,7 +247,8 @@ def _score_labels(groups: List[Group], labels: List[str]) -> List[Dict[str, Any]
     # Annotations rather than bar text: placed right of the whisker, so the two never overlap.
     # The band is the bar's colour, named once in the page's legend, not on every bar.
     return [dict(x=_right_end(g), y=label, xanchor="left", xshift=6, showarrow=False,
-                 text=f"<b>{g.score:.2f}</b>" + ("  baseline" if g.baseline else ""))
+                 text=f"<b>{g.score:.2f}</b>" + (f"  #{g.rank_range}" if g.rank_range else "")
+                 + ("  baseline" if g.baseline else ""))
             for g, label in zip(groups, labels)]
 
 
@@ -439,7 +454,8 @@ def _cell(group: Group, section: Section, scores: Sequence[float]) -> Dict[str, 
         return dict(score=None, href="#" + section.anchor, shade=None, dark=False)
     shade = _shade(group.score, scores, section.metric.higher_is_better)
     return dict(score=group.score, href="#" + section.anchor, shade=SHADES[shade],
-                dark=shade >= len(SHADES) - DARK_SHADES)
+                dark=shade >= len(SHADES) - DARK_SHADES, cluster=group.cluster,
+                rank_range=group.rank_range)
 
 
 def _matrix(columns: List[Section]) -> Matrix:
@@ -563,6 +579,7 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
         partition_facts=_partition_facts(partitions), overview=_overview(sections),
         contents=_contents(sections), band_notes=_band_notes(sections),
         several_metrics=len({s.metric.name for s in sections}) > 1,
+        has_clusters=any(s.has_clusters for s in sections),
         table_cols=[c for c in group_cols if not (by_langpair and c == LANGPAIR)] or group_cols,
         paired_cols=[c for c in _paired_columns(paired) if not (by_langpair and c == LANGPAIR)],
         figures={c["id"]: c["figure"] for section in sections for c in section.charts},

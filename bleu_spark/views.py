@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import bootstrap, metrics, statstable
+from . import bootstrap, clusters, metrics, statstable
 from .config import AUTO, BleuConfig
 from .errors import IncompatibleStatisticsError, MixedTokenizerGroupError, UsageError
 
@@ -40,14 +40,18 @@ SCORE_TYPES = {"metric": pa.string(), **metrics.result_types(), "n_rejected": pa
                "n_reference_segments": pa.int64(), "coverage": pa.float64(),
                "bs_mean": pa.float64(), "ci_low": pa.float64(), "ci_high": pa.float64(),
                "ci_halfwidth": pa.float64(), "n_bootstrap": pa.int64(), "seed": pa.int64(),
-               "bootstrap_method": pa.string()}
+               "bootstrap_method": pa.string(),
+               **dict.fromkeys(clusters.FIELDS, pa.int64())}
 INTERVAL_FIELDS = ("bs_mean", "ci_low", "ci_high", "ci_halfwidth", "n_bootstrap", "seed",
                    "bootstrap_method")
+# Fields a table holds only when some row has them (a run with intervals, with clusters).
+OPTIONAL_FIELDS = (*INTERVAL_FIELDS, *clusters.FIELDS)
 PAIRED_TYPES = {"metric": pa.string(), "system": pa.string(), "baseline": pa.string(), "test": pa.string(),
                 "delta": pa.float64(), "p_value": pa.float64(), "delta_ci_low": pa.float64(),
                 "delta_ci_high": pa.float64()}
 DASHBOARD_FIELDS = ("metric", "score", "n_segments", "n_rejected", "n_reference_segments",
-                    "coverage", "signature", "tokenize", "ci_low", "ci_high", "run_id", "run_time")
+                    "coverage", "signature", "tokenize", "ci_low", "ci_high", *clusters.FIELDS,
+                    "run_id", "run_time")
 # Names the job writes next to group columns: a group column may not be called one of them.
 RESERVED = frozenset([GROUPING, *SCORE_TYPES, *DASHBOARD_FIELDS, *statstable.MEASUREMENT,
                       statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
@@ -100,8 +104,10 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
                segments: Optional[pa.Table] = None, implicit: Sequence[str] = ()) -> List[dict]:
     """One score row per group of every grouping set, in set order, each set sorted by its
     columns. Every column of any set is in every row (None where a set does not group by it).
-    With `resampling.confidence`, each row also has its interval: from the replicate sums in
-    `stats` (poisson), or from `segments`, every segment's statistics (sacrebleu). `implicit`:
+    With `resampling.confidence`, each row also has its interval, and with `resampling.clusters`
+    its rank, rank range and cluster among the systems of its comparison group: both from the
+    same replicate scores, of the replicate sums in `stats` (poisson), or of sacrebleu's draws
+    over `segments`, every segment's statistics (sacrebleu). `implicit`:
     the output's partition columns, left out of the grouping labels."""
     all_cols = list(dict.fromkeys(c for s in sets for c in s))
     rows = []
@@ -110,8 +116,15 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
         groups = plain.to_pylist()
         _check_one_measurement(groups, grouping_set)
         scored = [_score_row(r, grouping_set, all_cols, config, implicit) for r in groups]
-        if resampling is not None and resampling.confidence:
-            _add_intervals(scored, groups, sums, segments, grouping_set, config, resampling)
+        if resampling is not None and resampling.bootstrapped:
+            replicates = [_replicate_scores(row, group, index, sums, segments, grouping_set,
+                                            config, resampling)
+                          for index, (row, group) in enumerate(zip(scored, groups))]
+            if resampling.confidence:
+                _add_intervals(scored, replicates, resampling)
+            if resampling.clusters:
+                _add_clusters(scored, replicates, grouping_set)
+            _sign_bootstrap(scored, replicates, resampling)
         scored.sort(key=lambda r: (*((r[c] is not None, r[c]) for c in grouping_set),
                                    metrics.order_of(r["metric"])))
         rows.extend(scored)
@@ -128,27 +141,62 @@ def measured_config(config, sums: dict) -> metrics.Metric:
 MIN_INTERVAL_SEGMENTS = 2
 
 
-def _add_intervals(rows: List[dict], groups: List[dict], sums: pa.Table, segments, grouping_set,
-                   config: BleuConfig, resampling: bootstrap.Resampling) -> None:
+def _replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segments,
+                      grouping_set, config: BleuConfig, resampling: bootstrap.Resampling):
+    """A group's bootstrap replicate scores, (B,): from its replicate sums (poisson) or from
+    sacrebleu's draws over its segments; None for a group without enough segments."""
     poisson = resampling.method == bootstrap.POISSON
-    for index, (row, group) in enumerate(zip(rows, groups)):
-        if not row["n_segments"] or (poisson and row["n_segments"] < MIN_INTERVAL_SEGMENTS):
+    if not row["n_segments"] or (poisson and row["n_segments"] < MIN_INTERVAL_SEGMENTS):
+        return None
+    measured = measured_config(config, group)
+    if poisson:
+        replicates = _sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set,
+                                    measured.width)
+        return bootstrap.scores_of_sums(replicates, measured)
+    _, scores = bootstrap.sacrebleu_resample_scores(
+        segment_matrix(segments, grouping_set, group, measured), measured,
+        resampling.n_bootstrap, resampling.seed)
+    return scores
+
+
+def _add_intervals(rows: List[dict], replicates: List, resampling: bootstrap.Resampling) -> None:
+    for row, scores in zip(rows, replicates):
+        if scores is None:
             row.update(dict.fromkeys(INTERVAL_FIELDS))
-            continue
-        measured = measured_config(config, group)
-        if poisson:
-            replicates = _sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set,
-                                        measured.width)
-            interval = bootstrap.poisson_interval(
-                row["score"], bootstrap.scores_of_sums(replicates, measured), resampling.seed)
+        elif resampling.method == bootstrap.POISSON:
+            row.update(bootstrap.poisson_interval(row["score"], scores, resampling.seed).to_dict())
         else:
-            interval = bootstrap.sacrebleu_interval(
-                segment_matrix(segments, grouping_set, group, measured), measured,
-                resampling.n_bootstrap, resampling.seed)
-        row.update(interval.to_dict())
-        fields = bootstrap.bootstrap_signature(resampling.method, resampling.n_bootstrap,
-                                               resampling.seed)
-        row["signature"] = bootstrap.with_bootstrap_fields(row["signature"], fields)
+            row.update(bootstrap.sacrebleu_interval_of(row["score"], scores, resampling.seed).to_dict())
+
+
+def _sign_bootstrap(rows: List[dict], replicates: List, resampling: bootstrap.Resampling) -> None:
+    """A row whose figures come from resamples names the draws in its signature, as sacrebleu."""
+    fields = bootstrap.bootstrap_signature(resampling.method, resampling.n_bootstrap,
+                                           resampling.seed)
+    for row, scores in zip(rows, replicates):
+        if scores is not None:
+            row["signature"] = bootstrap.with_bootstrap_fields(row["signature"], fields)
+
+
+def check_clusters(sets: Sequence[GroupingSet], system_col: str = "system") -> None:
+    """Clusters rank systems: some grouping set must hold the system column."""
+    if not any(system_col in s for s in sets):
+        raise UsageError(f"--clusters ranks systems: {system_col} must be a group column")
+
+
+def _add_clusters(rows: List[dict], replicates: List, grouping_set: GroupingSet,
+                  system_col: str = "system") -> None:
+    """Rank ranges and clusters within each comparison group (the paired tests' groups: every
+    group column but the system, per metric); none in a grouping set without systems."""
+    if system_col not in grouping_set:
+        for row in rows:
+            row.update(dict.fromkeys(clusters.FIELDS))
+        return
+    others = [c for c in grouping_set if c != system_col]
+    clusters.add_clusters(
+        rows, replicates, key_of=lambda r: (*(r[c] for c in others), r["metric"]),
+        name_of=lambda r: r[system_col],
+        higher_is_better_of=lambda r: metrics.REGISTRY[r["metric"]].higher_is_better)
 
 
 def _sample_matrix(sums: pa.Table, column: str, index: int, group: dict, grouping_set,
@@ -335,7 +383,7 @@ def scores_table(rows: List[dict], fields: Sequence[pa.Field]) -> pa.Table:
     columns[GROUPING] = pa.array([r[GROUPING] for r in rows], pa.string())
     own, every = _result_fields(rows), set(metrics.result_types())
     columns.update({c: pa.array([r.get(c) for r in rows], t) for c, t in SCORE_TYPES.items()
-                    if (c not in INTERVAL_FIELDS or any(r.get(c) is not None for r in rows))
+                    if (c not in OPTIONAL_FIELDS or any(r.get(c) is not None for r in rows))
                     and (c not in every or c in own)})
     return pa.table(columns)
 
@@ -355,7 +403,7 @@ def dashboard_table(rows: List[dict], fields: Sequence[pa.Field], run_id: str,
     for name in names:
         columns[name] = pa.array([stats_of(r).get(name) for r in rows], pa.int64())
     for name in ("n_segments", "n_rejected", "n_reference_segments", "coverage", "signature",
-                 "tokenize", "ci_low", "ci_high"):
+                 "tokenize", "ci_low", "ci_high", *clusters.FIELDS):
         columns[name] = pa.array([r.get(name) for r in rows], SCORE_TYPES[name])
     columns["run_id"] = pa.array([run_id] * len(rows), pa.string())
     columns["run_time"] = pa.array([run_time] * len(rows), pa.string())

@@ -85,6 +85,36 @@ def metric_scores(name: str, path: str = SAMPLE, langpairs: Optional[Iterable[st
     return scores
 
 
+def add_sample_clusters(scores: List[dict], path: str = SAMPLE, n_bootstrap: int = 1000,
+                        seed: int = 12345) -> List[dict]:
+    """The sample's score rows with rank ranges and clusters per language pair and metric, on
+    sacrebleu's draws over each system's segment statistics (what `score --bootstrap-method
+    sacrebleu --clusters` computes)."""
+    import pyarrow as pa
+
+    from bleu_spark import bootstrap, clusters, metrics
+    from bleu_spark.config import BleuConfig
+    from bleu_spark.tokenizers import LineTokenizer
+
+    groups = sample_groups(path, {r["langpair"] for r in scores})
+    replicates = []
+    for row in scores:
+        rows = groups[row["langpair"], row["system"]]
+        metric = metrics.configured([row.get("metric", "bleu")], {}, BleuConfig())[0]
+        tokenize = BleuConfig().tokenizer_for(row["langpair"])
+        references = [[ref for ref in r["references"] if ref is not None] for r in rows]
+        stats = metric.segment_statistics(
+            pa.array([r["candidate"] for r in rows], pa.string()),
+            pa.array(references, pa.list_(pa.string())),
+            LineTokenizer(tokenize, False, None) if metric.uses_tokenizer else None)
+        replicates.append(bootstrap.sacrebleu_resample_scores(stats, metric, n_bootstrap, seed)[1])
+    scores = [dict(r) for r in scores]
+    clusters.add_clusters(scores, replicates, key_of=lambda r: (r["langpair"], r.get("metric", "bleu")),
+                          name_of=lambda r: r["system"],
+                          higher_is_better_of=lambda r: metrics.get(r.get("metric", "bleu")).higher_is_better)
+    return scores
+
+
 def many_systems(template: dict, systems: int, langpairs: Iterable[str], metrics=("bleu", "ter"),
                  seed: int = 0) -> List[dict]:
     """Score rows of `systems` systems in each language pair and metric: `template`'s fields,
@@ -128,6 +158,25 @@ def write_overview_report(html_path: str) -> None:
            "rows": {"read": sum(r["n_segments"] for r in scores if r["metric"] == "bleu")}}
     write(html_path, render_report(scores, group_cols=["langpair", "system"],
                                    title="bleu-spark: WMT22 sample, BLEU, chrF and TER", run=run))
+
+
+def overview_scores() -> List[dict]:
+    """The sample's rows of OVERVIEW_PAIRS in OVERVIEW_METRICS."""
+    scores = [dict(r, metric="bleu") for r in sample_scores(langpairs=OVERVIEW_PAIRS)]
+    for name in OVERVIEW_METRICS[1:]:
+        scores += metric_scores(name, langpairs=OVERVIEW_PAIRS)
+    return scores
+
+
+def write_clusters_report(html_path: str) -> None:
+    from bleu_spark.report import render_report
+
+    scores = add_sample_clusters(overview_scores())
+    run = {"input": os.path.relpath(SAMPLE, ROOT) + " (4 language pairs)",
+           "rows": {"read": sum(r["n_segments"] for r in scores if r["metric"] == "bleu")}}
+    write(html_path, render_report(scores, group_cols=["langpair", "system"],
+                                   title="bleu-spark: WMT22 sample, clusters (sacrebleu's draws)",
+                                   run=run))
 
 
 def write_many_report(html_path: str) -> None:
@@ -214,6 +263,8 @@ def main(argv=None) -> int:
     first.add_argument("--overview", action="store_true",
                        help="first write HTML: four language pairs of the sample in three metrics")
     first.add_argument("--many", action="store_true", help="first write HTML: 200 systems a language pair")
+    first.add_argument("--clusters", action="store_true",
+                       help="first write HTML: the overview's rows with rank ranges and clusters")
     first.add_argument("--segments", action="store_true",
                        help="first write HTML: the job's report of the sample's de-en rows with segments")
     parser.add_argument("--max-height", type=int, default=100_000, help="crop the page to this many pixels")
@@ -224,6 +275,8 @@ def main(argv=None) -> int:
         write_overview_report(args.html)
     elif args.many:
         write_many_report(args.html)
+    elif args.clusters:
+        write_clusters_report(args.html)
     elif args.segments:
         write_segments_report(args.html)
     screenshot(args.html, args.png, args.max_height, segments=args.segments)

@@ -119,6 +119,8 @@ def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...
 def grouping_sets(options: JobOptions, columns: Sequence[str]) -> List[views.GroupingSet]:
     """The grouping sets to score; each holds the partition columns, so a row is in one partition."""
     sets = options.grouping_sets if options.grouping_sets is not None else [group_columns(options, columns)]
+    if options.resampling.clusters:
+        views.check_clusters(sets)
     return views.distinct_sets([*s, *options.partition_by] for s in sets)
 
 
