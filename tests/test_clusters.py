@@ -209,6 +209,13 @@ def test_the_report_shows_clusters_in_every_ranking_and_the_overview(tmp_path):
             # A rule across the table where each cluster after the first starts.
             starts = page.eval_on_selector_all(f"{table}.cluster-start", "n => n.map(r => r.dataset.cluster)")
             assert starts == [str(c) for c in sorted({r["cluster"] for r in rows})[1:]]
+            # Sorted by system name, the rules follow the rows: one wherever the cluster changes.
+            page.click(f"#section-{number} table.scores thead th:nth-child(2)")
+            shown = page.eval_on_selector_all(table, "n => n.map(r => r.dataset.cluster)")
+            ruled = page.eval_on_selector_all(table, "n => n.map(r => r.classList.contains('cluster-start'))")
+            assert shown != [str(r["cluster"]) for r in rows]  # the order did change
+            assert ruled == [i > 0 and c != shown[i - 1] for i, c in enumerate(shown)]
+            page.click(f"#section-{number} table.scores thead th:nth-child(1)")  # back to rank order
             labels = texts(f"#bars-{number} .annotation-text")
             assert sorted(labels) == sorted(f"{r['score']:.2f}  #{x}" for r, x in zip(rows, ranges))
             overview = texts(f"#matrix-{number} table.matrix tbody sup.cluster")
