@@ -54,3 +54,11 @@ def spark():
                .getOrCreate())
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(items):
+    """Every test that takes the Spark session carries the `spark` marker, so `-m "not spark"`
+    is sure to start no JVM, whether or not the test's module remembered to mark it."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
