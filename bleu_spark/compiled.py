@@ -1,19 +1,101 @@
 """Loops over whole batches as machine code (numba), for the few steps numpy cannot do without
-a Python loop per segment or per string; and the bytes of a string array as numpy arrays."""
+a Python loop per segment or per string; and the bytes of a string array as numpy arrays.
+
+Where the machine code comes from, first found first used (docs/internals.md, "Compiled
+kernels"):
+
+1. `bleu_spark/_kernels/`, written when the wheel is built (`setup.py` runs
+   `python -m bleu_spark.build_kernels`): every kernel for every argument type the job passes,
+   compiled for a generic x86-64 CPU (no AVX), so a new machine, a new executor or a cluster
+   archive loads it and compiles nothing. An entry is used only if the numba version, the
+   Python version, the target (e.g. x86_64-unknown-linux-gnu) and the kernel's source and
+   bytecode all match; otherwise it is not found, and:
+2. numba's own cache on disk (next to the source, or in the user's cache folder), written the
+   first time a kernel compiles on this machine, for this machine's CPU;
+3. compiling at first use (about 20 s for all the kernels of the four metrics).
+
+Without numba (a platform it has no wheel for, or `BLEU_SPARK_PURE_PYTHON=1`) the kernels run
+as the plain Python functions they are written as: slower, the same statistics.
+"""
 from __future__ import annotations
 
-import numba
+import os
+
 import numpy as np
 import pyarrow as pa
 
+BUILT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_kernels")
+# The CPU the built kernels are compiled for: numba's name for "the target's baseline" (for
+# x86-64: SSE2, no AVX), which every machine of the target runs.
+PORTABLE_CPU = ("generic", "")
+_BUILDING = os.environ.get("BLEU_SPARK_BUILD_KERNELS") == "1"  # set by build_kernels only
+
+try:
+    if os.environ.get("BLEU_SPARK_PURE_PYTHON") == "1":
+        raise ImportError("BLEU_SPARK_PURE_PYTHON=1")
+    import numba
+    from numba.core import caching
+except ImportError:  # no numba here: the kernels run as Python
+    numba = None
+
+if numba is not None:
+    class _BuiltLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+        """The folder of built kernels; accepted even where it cannot be written, since it is
+        read. Its entries are keyed by the source file's content (numba's stamp), never its
+        path or time, so they hold wherever the package is unpacked."""
+
+        def __init__(self, py_func, py_file):
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+
+        def get_cache_path(self):
+            return BUILT
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            return cls(py_func, py_file) if os.path.exists(py_file) else None
+
+    class _Impl(caching.CompileResultCacheImpl):
+        # Building writes only the built folder; at run time numba's own folders come first
+        # (what this machine compiled) and the built folder last (so a read-only install with
+        # no writable cache folder still finds it).
+        _locator_classes = ([_BuiltLocator] if _BUILDING else
+                            [*caching.CompileResultCacheImpl._locator_classes, _BuiltLocator])
+
+    class _KernelCache(caching.FunctionCache):
+        """numba's per-function cache, that looks in the built folder first (for the portable
+        CPU), then where numba looks (for this CPU)."""
+        _impl_class = _Impl
+
+        def __init__(self, py_func):
+            super().__init__(py_func)
+            self._built = caching.IndexDataCacheFile(
+                cache_path=BUILT, filename_base=self._impl.filename_base,
+                source_stamp=self._impl.locator.get_source_stamp())
+
+        def _load_overload(self, sig, target_context):
+            if self._enabled and not _BUILDING:
+                sig_, (triple, _, _), code = self._index_key(sig, target_context.codegen())
+                data = self._built.load((sig_, (triple, *PORTABLE_CPU), code))
+                if data is not None:
+                    return self._impl.rebuild(target_context, data)
+            return super()._load_overload(sig, target_context)
+
+        def save_overload(self, sig, data):
+            try:
+                super().save_overload(sig, data)
+            except OSError:  # a read-only folder: the kernel stays compiled in this process
+                pass
+
 
 def compiled(function):
-    """`function` compiled (numba, no Python objects inside), cached on disk where the package
-    folder or the user's cache folder can be written, else compiled once per process."""
-    try:
-        return numba.njit(cache=True, nogil=True)(function)
-    except RuntimeError:  # numba found no writable cache folder
-        return numba.njit(nogil=True)(function)
+    """`function` compiled (numba, no Python objects inside), its machine code loaded from the
+    built kernels or numba's cache where they have it; `function` itself without numba."""
+    if numba is None:
+        return function
+    dispatcher = numba.njit(nogil=True)(function)
+    dispatcher._cache = _KernelCache(function)  # what `cache=True` sets, with our lookup
+    return dispatcher
 
 
 def utf8_parts(strings: pa.Array):
