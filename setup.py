@@ -16,8 +16,12 @@ class build_py_with_kernels(build_py):
         super().run()
         if self.editable_mode or os.environ.get("BLEU_SPARK_SKIP_KERNELS") == "1":
             return
+        # The build folder first on the path; pip's isolated build environment reaches its
+        # packages through PYTHONPATH too, so it is kept.
+        path = os.pathsep.join(p for p in (os.path.abspath(self.build_lib),
+                                           os.environ.get("PYTHONPATH")) if p)
         env = dict(os.environ, BLEU_SPARK_BUILD_KERNELS="1", NUMBA_CPU_NAME="generic",
-                   PYTHONPATH=os.path.abspath(self.build_lib))
+                   PYTHONPATH=path)
         env.pop("NUMBA_CPU_FEATURES", None)  # generic means the target's baseline features
         env.pop("NUMBA_DISABLE_JIT", None)
         done = subprocess.run([sys.executable, "-m", "bleu_spark.build_kernels"], env=env,

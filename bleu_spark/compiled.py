@@ -24,7 +24,9 @@ import os
 import numpy as np
 import pyarrow as pa
 
-BUILT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_kernels")
+# BLEU_SPARK_KERNELS_DIR: another folder of built kernels (the tests build into one of their own)
+BUILT = os.environ.get("BLEU_SPARK_KERNELS_DIR") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "_kernels")
 # The CPU the built kernels are compiled for: numba's name for "the target's baseline" (for
 # x86-64: SSE2, no AVX), which every machine of the target runs.
 PORTABLE_CPU = ("generic", "")
