@@ -20,6 +20,8 @@ as the plain Python functions they are written as: slower, the same statistics.
 from __future__ import annotations
 
 import os
+import pickle
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -98,6 +100,31 @@ def compiled(function):
     dispatcher = numba.njit(nogil=True)(function)
     dispatcher._cache = _KernelCache(function)  # what `cache=True` sets, with our lookup
     return dispatcher
+
+
+def built_here() -> bool:
+    """Whether this process loads kernels built ahead of time: numba is here, and the built
+    folder has kernels for this Python written by this numba version."""
+    if numba is None or not os.path.isdir(BUILT):
+        return False
+    tag = f".py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}.nbi"
+    index = next((f for f in sorted(os.listdir(BUILT)) if f.endswith(tag)), None)
+    if index is None:
+        return False
+    with open(os.path.join(BUILT, index), "rb") as f:
+        return pickle.load(f) == numba.__version__  # an index starts with numba's version
+
+
+def status() -> str:
+    """What a progress line says of the kernels before the first rows are scored, where they
+    are slow to come: None when they were built ahead of time."""
+    if numba is None:
+        return "numba is not loaded here: the kernels run as plain Python (slower, the same statistics)"
+    if built_here():
+        return None
+    return (f"no kernels built for numba {numba.__version__} and Python "
+            f"{sys.version_info[0]}.{sys.version_info[1]} in this install: each Python worker "
+            f"compiles the ones it uses, unless numba's cache has them (about 20 s)")
 
 
 def utf8_parts(strings: pa.Array):

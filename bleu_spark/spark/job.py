@@ -21,13 +21,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import __version__, bootstrap, metrics, output as out, ranges, segments, statstable, views
+from .. import __version__, bootstrap, compiled, metrics, output as out, ranges, segments, statstable, views
 from ..config import AUTO, BleuConfig
 from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..segments import SegmentsPlan
 from . import drilldown, inputs, io
-from .progress import Progress
+from .progress import Progress, say as say_progress
 from .scan import ArrowScan, arrow_scan
 from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, METRIC, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
                     merging, output_schema, partial_sums, rejected_rows, rejected_schema,
@@ -361,6 +361,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if plan.segments:  # written by the tasks, into the staging folder, committed with the rest
             where = replace(plan.segments, uri=f"{output.staging_uri}/{segments.TABLE}", run_id=run_id)
             plan = replace(plan, segments=where)
+        say_progress("reading the input's Parquet footers", options.progress_seconds)
         found = arrow_scan(spark, table, options, plan)
         scan = found if isinstance(found, ArrowScan) else None  # else why Spark's scan reads
         # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
@@ -380,6 +381,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         advice = inputs.few_row_groups(row_groups, rows_read, spark.sparkContext.defaultParallelism)
         for warning in advice:
             print(f"bleu-spark: warning: {warning}", file=sys.stderr, flush=True)
+        kernels = compiled.status()
+        if kernels:
+            say_progress(kernels, options.progress_seconds)
         with splits, Progress(spark, rows_read, options.progress_seconds,
                               after=_after_scoring(resampling)) as progress:
             measurement = Measurement(spark, table, options, progress.rows, rows_read, scan, plan)
