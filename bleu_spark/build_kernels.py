@@ -59,6 +59,11 @@ def workload() -> None:
 
 def dispatchers():
     """Every compiled kernel of the package: (module.name, numba dispatcher)."""
+    from . import compiled
+
+    for name in KERNEL_MODULES:
+        importlib.import_module(name)
+    compiled.bind_all()  # the stand-ins become dispatchers
     for name in KERNEL_MODULES:
         module = importlib.import_module(name)
         for attr, value in vars(module).items():
@@ -85,7 +90,7 @@ def main() -> int:
         print("build_kernels: run with BLEU_SPARK_BUILD_KERNELS=1 NUMBA_CPU_NAME=generic",
               file=sys.stderr)
         return 2
-    if compiled.numba is None:
+    if compiled.load_numba() is None:
         print("build_kernels: numba is not installed; the kernels will run as Python",
               file=sys.stderr)
         return 0

@@ -34,15 +34,30 @@ BUILT = os.environ.get("BLEU_SPARK_KERNELS_DIR") or os.path.join(
 PORTABLE_CPU = ("generic", "")
 _BUILDING = os.environ.get("BLEU_SPARK_BUILD_KERNELS") == "1"  # set by build_kernels only
 
-try:
-    if os.environ.get("BLEU_SPARK_PURE_PYTHON") == "1":
-        raise ImportError("BLEU_SPARK_PURE_PYTHON=1")
-    import numba
-    from numba.core import caching
-except ImportError:  # no numba here: the kernels run as Python
-    numba = None
+_numba = None  # the module, once `load_numba` imported it; False where it cannot be
 
-if numba is not None:
+
+def load_numba():
+    """numba, imported on first use (it takes about a second, and the driver of a Spark run
+    calls no kernel), or None where it cannot load: the kernels then run as Python."""
+    global _numba
+    if _numba is None:
+        try:
+            if os.environ.get("BLEU_SPARK_PURE_PYTHON") == "1":
+                raise ImportError("BLEU_SPARK_PURE_PYTHON=1")
+            import numba
+            _numba = numba
+            _define_cache(numba)
+        except ImportError:
+            _numba = False
+    return _numba or None
+
+
+def _define_cache(numba) -> None:
+    from numba.core import caching
+
+    global _KernelCache
+
     class _BuiltLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
         """The folder of built kernels; accepted even where it cannot be written, since it is
         read. Its entries are keyed by the source file's content (numba's stamp), never its
@@ -66,7 +81,7 @@ if numba is not None:
         _locator_classes = ([_BuiltLocator] if _BUILDING else
                             [*caching.CompileResultCacheImpl._locator_classes, _BuiltLocator])
 
-    class _KernelCache(caching.FunctionCache):
+    class KernelCache(caching.FunctionCache):
         """numba's per-function cache, that looks in the built folder first (for the portable
         CPU), then where numba looks (for this CPU)."""
         _impl_class = _Impl
@@ -91,38 +106,103 @@ if numba is not None:
             except OSError:  # a read-only folder: the kernel stays compiled in this process
                 pass
 
+    _KernelCache = KernelCache
+
+
+_KernelCache = None
+_kernels: list = []  # every kernel defined, as (its function, its stand-in)
+
+
+class _Kernel:
+    """A kernel's stand-in until a kernel is first called: then numba is imported and every
+    kernel's name, in every module that holds one, is bound to its compiled dispatcher (or to
+    the plain function without numba), since compiled code calls the kernels it names."""
+
+    def __init__(self, function):
+        self.function = function
+        self.__name__, self.__doc__ = function.__name__, function.__doc__
+        self.__module__, self.__qualname__ = function.__module__, function.__qualname__
+
+    def __call__(self, *args):
+        return bind_all()[self](*args)
+
+    def __reduce__(self):  # pickled by reference, as a module's function is
+        return (_bound, (self.function.__module__, self.function.__name__))
+
+
+def _bound(module: str, name: str):
+    return getattr(sys.modules[module] if module in sys.modules else
+                   __import__(module, fromlist=[name]), name)
+
+
+_bound_to: dict = {}
+
+
+def bind_all() -> dict:
+    """Binds every kernel's name to its dispatcher (or function); {stand-in: what it is now}."""
+    numba = load_numba()
+    for function, stand_in in _kernels:
+        if stand_in in _bound_to:
+            continue
+        if numba is None:
+            target = function
+        else:
+            target = numba.njit(nogil=True)(function)
+            target._cache = _KernelCache(function)  # what `cache=True` sets, with our lookup
+        _bound_to[stand_in] = target
+    for module in {sys.modules[f.__module__] for f, _ in _kernels if f.__module__ in sys.modules}:
+        for name, value in list(vars(module).items()):
+            if isinstance(value, _Kernel):
+                setattr(module, name, _bound_to[value])
+    return _bound_to
+
 
 def compiled(function):
-    """`function` compiled (numba, no Python objects inside), its machine code loaded from the
-    built kernels or numba's cache where they have it; `function` itself without numba."""
-    if numba is None:
-        return function
-    dispatcher = numba.njit(nogil=True)(function)
-    dispatcher._cache = _KernelCache(function)  # what `cache=True` sets, with our lookup
-    return dispatcher
+    """`function` compiled (numba, no Python objects inside) when first called, its machine
+    code loaded from the built kernels or numba's cache where they have it; run as Python
+    without numba."""
+    stand_in = _Kernel(function)
+    _kernels.append((function, stand_in))
+    if _bound_to:  # defined after the others were bound (a module imported late)
+        return bind_all()[stand_in]
+    return stand_in
+
+
+def _numba_version():
+    """numba's version from its installed metadata, without importing it; None if absent."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("numba")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def built_here() -> bool:
-    """Whether this process loads kernels built ahead of time: numba is here, and the built
-    folder has kernels for this Python written by this numba version."""
-    if numba is None or not os.path.isdir(BUILT):
+    """Whether this process would load kernels built ahead of time: numba is installed, and
+    the built folder has kernels for this Python written by this numba version. Imports no
+    numba (the driver of a Spark run asks, and runs no kernel)."""
+    version = _numba_version()
+    if version is None or os.environ.get("BLEU_SPARK_PURE_PYTHON") == "1" \
+            or not os.path.isdir(BUILT):
         return False
     tag = f".py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}.nbi"
     index = next((f for f in sorted(os.listdir(BUILT)) if f.endswith(tag)), None)
     if index is None:
         return False
     with open(os.path.join(BUILT, index), "rb") as f:
-        return pickle.load(f) == numba.__version__  # an index starts with numba's version
+        return pickle.load(f) == version  # an index starts with the version that wrote it
 
 
-def status() -> str:
+def status():
     """What a progress line says of the kernels before the first rows are scored, where they
-    are slow to come: None when they were built ahead of time."""
-    if numba is None:
+    are slow to come; None when they were built ahead of time."""
+    version = _numba_version()
+    if version is None or os.environ.get("BLEU_SPARK_PURE_PYTHON") == "1":
         return "numba is not loaded here: the kernels run as plain Python (slower, the same statistics)"
     if built_here():
         return None
-    return (f"no kernels built for numba {numba.__version__} and Python "
+    return (f"no kernels built for numba {version} and Python "
             f"{sys.version_info[0]}.{sys.version_info[1]} in this install: each Python worker "
             f"compiles the ones it uses, unless numba's cache has them (about 20 s)")
 

@@ -9,9 +9,9 @@ import time
 from collections import Counter
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
+from importlib import metadata
 from typing import Any, List, Optional, Sequence, Tuple
 
-import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -596,6 +596,6 @@ def versions(spark: SparkSession) -> dict:
     jvm = spark.sparkContext._jvm  # the documented gateway to the driver JVM
     return {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
             "pyspark": pyspark.__version__, "pyarrow": pa.__version__, "numpy": np.__version__,
-            "numba": numba.__version__,
+            "numba": metadata.version("numba"),  # from its metadata: the driver imports no numba
             "python": platform.python_version(),
             "java": jvm.java.lang.System.getProperty("java.version")}

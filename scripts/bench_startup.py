@@ -1,0 +1,230 @@
+"""The fixed cost of a run, as `bench.py --start-up` measures it (docs/benchmarks.md, "Fast from
+the first row"). Each part runs in environments made for it under --workdir, from a clean clone
+of --job-root at HEAD, installed with `pip install CLONE` as a new user would: `built` (the
+kernels compiled when the wheel is built, the default) and `jit` (the same wheel built with
+BLEU_SPARK_SKIP_KERNELS=1: the kernels compile at first use, as before they were built).
+
+1. cold and warm: the first run after the install (`bleu-spark score`, --start-rows rows,
+   `--metrics bleu,chrf,chrf++,ter`), then --repeats more; cold minus the warm median.
+2. a small run against Spark's floor: --start-small rows, BLEU, against `bench.py
+   _spark_floor` (the session as `bleu-spark score` starts it, a no-op Python task per core,
+   stop), alternating, --repeats each.
+3. an executor's first task on a standalone cluster (master and one worker of one core on
+   127.0.0.1, from the installed pyspark): two jobs of one task each, each the four metrics'
+   statistics of --start-rows rows, in an executor whose numba cache folder is new (as a new
+   YARN or Kubernetes container's is); the first job's time against the second's.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+METRICS = "bleu,chrf,chrf++,ter"
+
+
+def _log(msg: str) -> None:
+    print(f"[start-up] {msg}", flush=True)
+
+
+def _run(cmd, env=None, cwd=None) -> float:
+    """Wall seconds of `cmd` as a whole process; fails loudly if it fails."""
+    start = time.perf_counter()
+    done = subprocess.run([str(c) for c in cmd], env=env, cwd=cwd, capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if done.returncode:
+        raise SystemExit(f"failed ({done.returncode}): {' '.join(map(str, cmd))}\n{done.stderr[-3000:]}")
+    return took
+
+
+def make_env(workdir: Path, root: Path, variant: str) -> Path:
+    """A new venv holding `pip install CLONE` of a clean clone of `root` at HEAD."""
+    clone, venv = workdir / "clone", workdir / f"venv-{variant}"
+    if not clone.exists():
+        subprocess.run(["git", "clone", "--quiet", str(root), str(clone)], check=True)
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if variant == "jit":
+        env["BLEU_SPARK_SKIP_KERNELS"] = "1"
+    took = _run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", str(clone)], env=env)
+    _log(f"{variant}: pip install of a clean clone: {took:.1f} s")
+    return venv
+
+
+def small_input(source: Path, rows: int, out: Path) -> Path:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(source)
+    if "langpair" in table.column_names:  # one language pair, as a small scheduled run has
+        import pyarrow.compute as pc
+        first = table["langpair"][0]
+        table = table.filter(pc.equal(table["langpair"], first))
+    pq.write_table(table.slice(0, rows), out)
+    return out
+
+
+def clean_env(venv: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK", "NUMBA"))}
+    env.pop("PYTHONPATH", None)
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def cold_warm(venv: Path, data: Path, out: Path, repeats: int) -> dict:
+    cmd = [venv / "bin" / "bleu-spark", "score", "--input", data, "--output", out,
+           "--metrics", METRICS]
+    env = clean_env(venv)
+    cold = _run(cmd, env)
+    warm = [_run(cmd, env) for _ in range(repeats)]
+    return {"cold_s": cold, "warm_s": warm, "cold_minus_warm_s": cold - statistics.median(warm)}
+
+
+def floor_vs_small(venv: Path, data: Path, out: Path, repeats: int) -> dict:
+    env = clean_env(venv)
+    bench = Path(__file__).with_name("bench.py")
+    small, floor = [], []
+    for _ in range(repeats):  # alternating, so a drift of the machine falls on both
+        floor.append(_run([venv / "bin" / "python", bench, "_spark_floor"], env))
+        small.append(_run([venv / "bin" / "bleu-spark", "score", "--input", data, "--output", out], env))
+    return {"floor_s": floor, "small_s": small,
+            "small_minus_floor_s": statistics.median(small) - statistics.median(floor)}
+
+
+# --- the standalone cluster ---------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(path: Path, text: str, timeout: float = 60) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"no {text!r} in {path} after {timeout:.0f} s")
+
+
+DRIVER = r"""
+import json, sys, time
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+url, data, numba_cache = sys.argv[1:4]
+rows = pq.read_table(data).to_pylist()
+spark = (SparkSession.builder.master(url).appName("bleu-spark first task")
+         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.executorEnv.NUMBA_CACHE_DIR", numba_cache).getOrCreate())
+
+def statistics(_):
+    import pyarrow as pa
+    from bleu_spark import BleuConfig, metrics
+    from bleu_spark.tokenizers import LineTokenizer
+    candidates = pa.array([r["candidate"] for r in rows], pa.string())
+    references = pa.array([r["references"] for r in rows], pa.list_(pa.string()))
+    total = 0
+    for metric in metrics.configured(["bleu", "chrf", "chrf++", "ter"], {}, BleuConfig()):
+        tokenizer = LineTokenizer("13a", False, None) if metric.uses_tokenizer else None
+        total += int(metric.measure(candidates, references, tokenizer)[0].sum())
+    return [total]
+
+sc = spark.sparkContext
+times = []
+for _ in range(3):
+    start = time.perf_counter()
+    sc.parallelize([0], 1).mapPartitions(statistics).collect()
+    times.append(time.perf_counter() - start)
+spark.stop()
+print(json.dumps(times))
+"""
+
+
+def first_task(venv: Path, data: Path, workdir: Path) -> dict:
+    """Three one-task jobs on a new standalone cluster; an executor whose numba cache is new."""
+    import glob
+
+    pyspark_home = Path(glob.glob(str(venv / "lib" / "python3*" / "site-packages" / "pyspark"))[0])
+    env = clean_env(venv)
+    env.update(SPARK_HOME=str(pyspark_home), SPARK_LOCAL_IP="127.0.0.1",
+               PYSPARK_PYTHON=str(venv / "bin" / "python"),
+               SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")
+    run_dir = workdir / "cluster"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    port = _free_port()
+    spark_class = pyspark_home / "bin" / "spark-class"
+    master_log, worker_log = run_dir / "master.log", run_dir / "worker.log"
+    procs = []
+    try:
+        with open(master_log, "w") as log:
+            procs.append(subprocess.Popen(
+                [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                 "--port", str(port), "--webui-port", str(_free_port())],
+                env=env, stdout=log, stderr=subprocess.STDOUT))
+        _wait_for(master_log, "I have been elected leader")
+        url = f"spark://127.0.0.1:{port}"
+        with open(worker_log, "w") as log:
+            procs.append(subprocess.Popen(
+                [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                 "--cores", "1", "--memory", "2g", "--webui-port", str(_free_port()),
+                 "--work-dir", str(run_dir / "work")],
+                env=env, stdout=log, stderr=subprocess.STDOUT))
+        _wait_for(worker_log, "Successfully registered with master")
+        cache = run_dir / "numba-cache"  # new and empty: a new container's
+        cache.mkdir()
+        done = subprocess.run([venv / "bin" / "python", "-c", DRIVER, url, str(data), str(cache)],
+                              env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode:
+            raise SystemExit(f"the cluster driver failed:\n{done.stderr[-3000:]}")
+        times = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        for proc in reversed(procs):  # the worker first, then the master; by PID
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return {"jobs_s": times, "first_minus_second_s": times[0] - times[1]}
+
+
+def run(args) -> int:
+    root = Path(args.job_root).resolve()
+    workdir = Path(args.workdir) / "start-up"
+    workdir.mkdir(parents=True, exist_ok=True)
+    source = Path(args.input) if args.input else Path(root) / "samples" / "wmt22_sample.parquet"
+    rows = small_input(source, args.start_rows, workdir / "rows.parquet")
+    few = small_input(source, args.start_small, workdir / "few.parquet")
+    results = {}
+    for variant in args.start_variants.split(","):
+        venv = make_env(workdir, root, variant)
+        result = results[variant] = {}
+        if "cold" in args.start_parts:
+            result["cold_warm"] = cold_warm(venv, rows, workdir / "out", args.repeats)
+            _log(f"{variant}: {args.start_rows} rows, {METRICS}: cold "
+                 f"{result['cold_warm']['cold_s']:.1f} s, warm "
+                 f"{', '.join(f'{t:.1f}' for t in result['cold_warm']['warm_s'])} s: cold minus "
+                 f"warm median {result['cold_warm']['cold_minus_warm_s']:.1f} s")
+        if "floor" in args.start_parts:
+            result["floor"] = floor_vs_small(venv, few, workdir / "out-small", args.repeats)
+            _log(f"{variant}: Spark's floor {', '.join(f'{t:.1f}' for t in result['floor']['floor_s'])} s; "
+                 f"{args.start_small} rows, BLEU: {', '.join(f'{t:.1f}' for t in result['floor']['small_s'])} s; "
+                 f"median difference {result['floor']['small_minus_floor_s']:.1f} s")
+        if "cluster" in args.start_parts:
+            result["cluster"] = first_task(venv, rows, workdir)
+            _log(f"{variant}: standalone cluster, one-task jobs "
+                 f"{', '.join(f'{t:.2f}' for t in result['cluster']['jobs_s'])} s: first minus "
+                 f"second {result['cluster']['first_minus_second_s']:.2f} s")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(results, indent=2))
+    return 0
