@@ -1,9 +1,10 @@
 """Builds the wheel with its kernels compiled (docs/internals.md, "Compiled kernels"): after the
 package's files are laid out in the build folder, `bleu_spark.build_kernels` compiles every
-kernel there, for a generic CPU of this machine's target, into `bleu_spark/_kernels/`. Editable
+kernel there, for the CPUs of `bleu_spark.compiled.BUILT_CPUS`, into `bleu_spark/_kernels/`. Editable
 installs skip it (their kernels compile at first use and are cached next to the source). If it
 fails, the wheel is built without them and the kernels compile at first use, as numba does."""
 import os
+import platform
 import subprocess
 import sys
 
@@ -20,15 +21,18 @@ class build_py_with_kernels(build_py):
         # packages through PYTHONPATH too, so it is kept.
         path = os.pathsep.join(p for p in (os.path.abspath(self.build_lib),
                                            os.environ.get("PYTHONPATH")) if p)
-        env = dict(os.environ, BLEU_SPARK_BUILD_KERNELS="1", NUMBA_CPU_NAME="generic",
-                   PYTHONPATH=path)
-        env.pop("NUMBA_CPU_FEATURES", None)  # generic means the target's baseline features
-        env.pop("NUMBA_DISABLE_JIT", None)
-        done = subprocess.run([sys.executable, "-m", "bleu_spark.build_kernels"], env=env,
-                              cwd=self.build_lib)
-        if done.returncode:
-            print("setup.py: compiling the kernels failed; they will compile at first use",
-                  file=sys.stderr)
+        # The CPUs of bleu_spark.compiled.BUILT_CPUS this target has: each machine loads the
+        # best it runs. Empty features: the CPU's name alone says what the code may use.
+        x86 = platform.machine().lower() in ("x86_64", "amd64")
+        for cpu in (["x86-64-v3"] if x86 else []) + ["generic"]:
+            env = dict(os.environ, BLEU_SPARK_BUILD_KERNELS="1", NUMBA_CPU_NAME=cpu,
+                       NUMBA_CPU_FEATURES="", PYTHONPATH=path)
+            env.pop("NUMBA_DISABLE_JIT", None)
+            done = subprocess.run([sys.executable, "-m", "bleu_spark.build_kernels"], env=env,
+                                  cwd=self.build_lib)
+            if done.returncode:
+                print(f"setup.py: compiling the kernels for {cpu} failed; where no built kernel "
+                      f"fits, they compile at first use", file=sys.stderr)
 
 
 setup(cmdclass={"build_py": build_py_with_kernels})

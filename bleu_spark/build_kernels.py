@@ -1,11 +1,13 @@
 """Compiles every kernel, for every argument type the job passes, into `bleu_spark/_kernels/`
-(`compiled.BUILT`) for a generic CPU of this machine's target, so that no run compiles them.
+(`compiled.BUILT`) for the CPUs of `compiled.BUILT_CPUS`, so that no run compiles them.
 
-`setup.py` runs it when a wheel is built (`pip install .`, `pip wheel .`, `scripts/package.sh`):
+`setup.py` runs it when a wheel is built (`pip install .`, `pip wheel .`, `scripts/package.sh`),
+once per CPU of `compiled.BUILT_CPUS` the target has (x86-64-v3 on x86-64, and generic):
 
-    BLEU_SPARK_BUILD_KERNELS=1 NUMBA_CPU_NAME=generic python -m bleu_spark.build_kernels
+    BLEU_SPARK_BUILD_KERNELS=1 NUMBA_CPU_NAME=generic NUMBA_CPU_FEATURES= \
+        python -m bleu_spark.build_kernels
 
-Both variables must be set before numba is imported, hence a process of its own. The argument
+The variables must be set before numba is imported, hence a process of its own. The argument
 types come from running the kernels, not from a list kept by hand: every metric, with every
 option that takes another code path, over a few rows covering the odd cases (empty strings,
 null references, non-ASCII text), and the bootstrap's reference hash. `compiled_now()` says
@@ -85,10 +87,11 @@ def compiled_now() -> dict:
 def main() -> int:
     from . import compiled
 
-    if os.environ.get("BLEU_SPARK_BUILD_KERNELS") != "1" or \
-            os.environ.get("NUMBA_CPU_NAME") != compiled.PORTABLE_CPU[0]:
-        print("build_kernels: run with BLEU_SPARK_BUILD_KERNELS=1 NUMBA_CPU_NAME=generic",
-              file=sys.stderr)
+    cpu = os.environ.get("NUMBA_CPU_NAME")
+    if os.environ.get("BLEU_SPARK_BUILD_KERNELS") != "1" or cpu not in compiled.BUILT_CPUS \
+            or os.environ.get("NUMBA_CPU_FEATURES", "") != "":
+        print(f"build_kernels: run with BLEU_SPARK_BUILD_KERNELS=1, NUMBA_CPU_NAME one of "
+              f"{', '.join(compiled.BUILT_CPUS)} and NUMBA_CPU_FEATURES empty", file=sys.stderr)
         return 2
     if compiled.load_numba() is None:
         print("build_kernels: numba is not installed; the kernels will run as Python",
@@ -98,8 +101,8 @@ def main() -> int:
     workload()
     built = sorted(f for f in os.listdir(compiled.BUILT) if f.endswith(".nbc"))
     kernels = {name: len(d.signatures) for name, d in dispatchers()}
-    print(f"build_kernels: {len(built)} compiled kernels ({sum(kernels.values())} argument types "
-          f"of {len(kernels)} functions) in {compiled.BUILT}", file=sys.stderr)
+    print(f"build_kernels: {cpu}: {sum(kernels.values())} argument types of {len(kernels)} "
+          f"functions; {len(built)} compiled kernels in {compiled.BUILT}", file=sys.stderr)
     return 0
 
 

@@ -6,8 +6,8 @@ kernels"):
 
 1. `bleu_spark/_kernels/`, written when the wheel is built (`setup.py` runs
    `python -m bleu_spark.build_kernels`): every kernel for every argument type the job passes,
-   compiled for a generic x86-64 CPU (no AVX), so a new machine, a new executor or a cluster
-   archive loads it and compiles nothing. An entry is used only if the numba version, the
+   compiled for x86-64-v3 and for the target's baseline CPU (`BUILT_CPUS`), so a new machine,
+   a new executor or a cluster archive loads the best its CPU runs and compiles nothing. An entry is used only if the numba version, the
    Python version, the target (e.g. x86_64-unknown-linux-gnu) and the kernel's source and
    bytecode all match; otherwise it is not found, and:
 2. numba's own cache on disk (next to the source, or in the user's cache folder), written the
@@ -29,9 +29,12 @@ import pyarrow as pa
 # BLEU_SPARK_KERNELS_DIR: another folder of built kernels (the tests build into one of their own)
 BUILT = os.environ.get("BLEU_SPARK_KERNELS_DIR") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "_kernels")
-# The CPU the built kernels are compiled for: numba's name for "the target's baseline" (for
-# x86-64: SSE2, no AVX), which every machine of the target runs.
-PORTABLE_CPU = ("generic", "")
+# The CPUs the built kernels are compiled for, best first, each with the host features it needs
+# (LLVM's names): x86-64-v3 (AVX2, FMA, BMI: Intel since 2013, AMD since 2015) where the target
+# is x86-64, and "generic", the target's baseline (SSE2 on x86-64), which every machine of the
+# target runs. v3 code saves a few percent of the kernels' time (docs/benchmarks.md).
+BUILT_CPUS = {"x86-64-v3": ("avx2", "bmi", "bmi2", "fma", "f16c", "lzcnt", "movbe"),
+              "generic": ()}
 _BUILDING = os.environ.get("BLEU_SPARK_BUILD_KERNELS") == "1"  # set by build_kernels only
 
 _numba = None  # the module, once `load_numba` imported it; False where it cannot be
@@ -95,9 +98,10 @@ def _define_cache(numba) -> None:
         def _load_overload(self, sig, target_context):
             if self._enabled and not _BUILDING:
                 sig_, (triple, _, _), code = self._index_key(sig, target_context.codegen())
-                data = self._built.load((sig_, (triple, *PORTABLE_CPU), code))
-                if data is not None:
-                    return self._impl.rebuild(target_context, data)
+                for cpu in _usable_cpus():
+                    data = self._built.load((sig_, (triple, cpu, ""), code))
+                    if data is not None:
+                        return self._impl.rebuild(target_context, data)
             return super()._load_overload(sig, target_context)
 
         def save_overload(self, sig, data):
@@ -110,6 +114,18 @@ def _define_cache(numba) -> None:
 
 
 _KernelCache = None
+_cpus = None
+
+
+def _usable_cpus() -> list:
+    """The built kernels' CPUs this machine runs, best first."""
+    global _cpus
+    if _cpus is None:
+        from llvmlite import binding
+
+        host = binding.get_host_cpu_features()
+        _cpus = [cpu for cpu, needs in BUILT_CPUS.items() if all(host.get(f) for f in needs)]
+    return _cpus
 _kernels: list = []  # every kernel defined, as (its function, its stand-in)
 
 
