@@ -1472,8 +1472,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--start-variants", default="built,jit",
                     help="--start-up: built (kernels compiled into the wheel), jit (compiled at "
                          "first use) or both (default built,jit)")
-    ap.add_argument("--start-parts", default="cold,floor,cluster",
-                    help="--start-up: which of cold, floor, cluster (default all)")
+    ap.add_argument("--start-parts", default="cold,floor,imports,cluster",
+                    help="--start-up: which of cold, floor, imports, cluster (default all)")
     args = ap.parse_args(argv)
     if args.start_up:
         sys.path.insert(0, str(Path(__file__).parent))

@@ -9,7 +9,8 @@ BLEU_SPARK_SKIP_KERNELS=1: the kernels compile at first use, as before they were
 2. a small run against Spark's floor: --start-small rows, BLEU, against `bench.py
    _spark_floor` (the session as `bleu-spark score` starts it, a no-op Python task per core,
    stop), alternating, --repeats each.
-3. an executor's first task on a standalone cluster (master and one worker of one core on
+3. `imports`: the CPU seconds of importing what the driver of `bleu-spark score` imports.
+4. an executor's first task on a standalone cluster (master and one worker of one core on
    127.0.0.1, from the installed pyspark): two jobs of one task each, each the four metrics'
    statistics of --start-rows rows, in an executor whose numba cache folder is new (as a new
    YARN or Kubernetes container's is); the first job's time against the second's.
@@ -44,9 +45,12 @@ def _run(cmd, env=None, cwd=None) -> float:
     return took
 
 
-def make_env(workdir: Path, root: Path, variant: str) -> Path:
-    """A new venv holding `pip install CLONE` of a clean clone of `root` at HEAD."""
+def make_env(workdir: Path, root: Path, variant: str, reuse: bool = False) -> Path:
+    """A new venv holding `pip install CLONE` of a clean clone of `root` at HEAD (`reuse`: the
+    one a previous invocation made, for the parts that do not measure a first run)."""
     clone, venv = workdir / "clone", workdir / f"venv-{variant}"
+    if reuse and (venv / "bin" / "bleu-spark").exists():
+        return venv
     if not clone.exists():
         subprocess.run(["git", "clone", "--quiet", str(root), str(clone)], check=True)
     shutil.rmtree(venv, ignore_errors=True)
@@ -99,6 +103,20 @@ def floor_vs_small(venv: Path, data: Path, out: Path, repeats: int) -> dict:
             "small_minus_floor_s": statistics.median(small) - statistics.median(floor)}
 
 
+def driver_imports(venv: Path, repeats: int) -> dict:
+    """CPU seconds of a process that imports what the driver of `bleu-spark score` imports."""
+    import resource
+
+    env = clean_env(venv)
+    cpu = []
+    for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        _run([venv / "bin" / "python", "-c", "import bleu_spark.cli, bleu_spark.spark.job"], env)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return {"cpu_s": cpu, "median_cpu_s": statistics.median(cpu)}
+
+
 # --- the standalone cluster ---------------------------------------------------------------
 
 def _free_port() -> int:
@@ -127,9 +145,13 @@ spark = (SparkSession.builder.master(url).appName("bleu-spark first task")
          .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
          .config("spark.executorEnv.NUMBA_CACHE_DIR", numba_cache).getOrCreate())
 
-def statistics(_):
+def statistics(partition):
+    import os, time
+    start = time.perf_counter()
+    for _ in partition:  # read to its end, or Spark does not reuse the Python worker
+        pass
     import pyarrow as pa
-    from bleu_spark import BleuConfig, metrics
+    from bleu_spark import BleuConfig, build_kernels, metrics
     from bleu_spark.tokenizers import LineTokenizer
     candidates = pa.array([r["candidate"] for r in rows], pa.string())
     references = pa.array([r["references"] for r in rows], pa.list_(pa.string()))
@@ -137,16 +159,17 @@ def statistics(_):
     for metric in metrics.configured(["bleu", "chrf", "chrf++", "ter"], {}, BleuConfig()):
         tokenizer = LineTokenizer("13a", False, None) if metric.uses_tokenizer else None
         total += int(metric.measure(candidates, references, tokenizer)[0].sum())
-    return [total]
+    # inside the task: its seconds, its Python worker, the kernels it compiled (none if built)
+    return [(time.perf_counter() - start, os.getpid(), len(build_kernels.compiled_now()))]
 
 sc = spark.sparkContext
-times = []
+times, inside = [], []
 for _ in range(3):
     start = time.perf_counter()
-    sc.parallelize([0], 1).mapPartitions(statistics).collect()
+    inside += sc.parallelize([0], 1).mapPartitions(statistics).collect()
     times.append(time.perf_counter() - start)
 spark.stop()
-print(json.dumps(times))
+print(json.dumps([times, inside]))
 """
 
 
@@ -187,7 +210,7 @@ def first_task(venv: Path, data: Path, workdir: Path) -> dict:
                               env=env, capture_output=True, text=True, timeout=900)
         if done.returncode:
             raise SystemExit(f"the cluster driver failed:\n{done.stderr[-3000:]}")
-        times = json.loads(done.stdout.strip().splitlines()[-1])
+        times, inside = json.loads(done.stdout.strip().splitlines()[-1])
     finally:
         for proc in reversed(procs):  # the worker first, then the master; by PID
             proc.send_signal(signal.SIGTERM)
@@ -195,7 +218,9 @@ def first_task(venv: Path, data: Path, workdir: Path) -> dict:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-    return {"jobs_s": times, "first_minus_second_s": times[0] - times[1]}
+    return {"jobs_s": times, "first_minus_second_s": times[0] - times[1],
+            "in_task_s": [t for t, _, _ in inside], "worker_pids": [p for _, p, _ in inside],
+            "compiled_in_task": [c for _, _, c in inside]}
 
 
 def run(args) -> int:
@@ -207,7 +232,7 @@ def run(args) -> int:
     few = small_input(source, args.start_small, workdir / "few.parquet")
     results = {}
     for variant in args.start_variants.split(","):
-        venv = make_env(workdir, root, variant)
+        venv = make_env(workdir, root, variant, reuse="cold" not in args.start_parts)
         result = results[variant] = {}
         if "cold" in args.start_parts:
             result["cold_warm"] = cold_warm(venv, rows, workdir / "out", args.repeats)
@@ -220,11 +245,18 @@ def run(args) -> int:
             _log(f"{variant}: Spark's floor {', '.join(f'{t:.1f}' for t in result['floor']['floor_s'])} s; "
                  f"{args.start_small} rows, BLEU: {', '.join(f'{t:.1f}' for t in result['floor']['small_s'])} s; "
                  f"median difference {result['floor']['small_minus_floor_s']:.1f} s")
+        if "imports" in args.start_parts:
+            result["imports"] = driver_imports(venv, max(args.repeats, 5))
+            _log(f"{variant}: the driver's imports: CPU "
+                 f"{', '.join(f'{t:.2f}' for t in result['imports']['cpu_s'])} s")
         if "cluster" in args.start_parts:
             result["cluster"] = first_task(venv, rows, workdir)
             _log(f"{variant}: standalone cluster, one-task jobs "
                  f"{', '.join(f'{t:.2f}' for t in result['cluster']['jobs_s'])} s: first minus "
-                 f"second {result['cluster']['first_minus_second_s']:.2f} s")
+                 f"second {result['cluster']['first_minus_second_s']:.2f} s; inside the tasks "
+                 f"{', '.join(f'{t:.2f}' for t in result['cluster']['in_task_s'])} s, kernels "
+                 f"compiled {result['cluster']['compiled_in_task']}, Python workers "
+                 f"{result['cluster']['worker_pids']}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(results, indent=2))
     return 0
