@@ -182,7 +182,7 @@ def first_task(venv: Path, data: Path, workdir: Path) -> dict:
     env.update(SPARK_HOME=str(pyspark_home), SPARK_LOCAL_IP="127.0.0.1",
                PYSPARK_PYTHON=str(venv / "bin" / "python"),
                SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")
-    run_dir = workdir / "cluster"
+    run_dir = workdir / f"cluster-{venv.name}"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     port = _free_port()
