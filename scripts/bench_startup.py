@@ -11,9 +11,11 @@ BLEU_SPARK_SKIP_KERNELS=1: the kernels compile at first use, as before they were
    stop), alternating, --repeats each.
 3. `imports`: the CPU seconds of importing what the driver of `bleu-spark score` imports.
 4. an executor's first task on a standalone cluster (master and one worker of one core on
-   127.0.0.1, from the installed pyspark): two jobs of one task each, each the four metrics'
+   127.0.0.1, from the installed pyspark): once the executor has registered, a no-op Python
+   task (the Python worker's start), then three jobs of one task each, each the four metrics'
    statistics of --start-rows rows, in an executor whose numba cache folder is new (as a new
-   YARN or Kubernetes container's is); the first job's time against the second's.
+   YARN or Kubernetes container's is); the first job's time against the second's, and each
+   task's own time inside its Python worker.
 """
 from __future__ import annotations
 
@@ -163,13 +165,21 @@ def statistics(partition):
     return [(time.perf_counter() - start, os.getpid(), len(build_kernels.compiled_now()))]
 
 sc = spark.sparkContext
+# Timed from when the executor has registered (its JVM's start is the cluster's, not a task's)
+deadline = time.time() + 120
+while sc._jsc.sc().getExecutorMemoryStatus().size() < 2 and time.time() < deadline:
+    time.sleep(0.1)
+# A no-op Python task first: what starting the executor's Python worker costs, with no job code
+start = time.perf_counter()
+sc.parallelize([0], 1).mapPartitions(lambda rows: [sum(1 for _ in rows)]).collect()
+noop = time.perf_counter() - start
 times, inside = [], []
 for _ in range(3):
     start = time.perf_counter()
     inside += sc.parallelize([0], 1).mapPartitions(statistics).collect()
     times.append(time.perf_counter() - start)
 spark.stop()
-print(json.dumps([times, inside]))
+print(json.dumps([noop, times, inside]))
 """
 
 
@@ -210,7 +220,7 @@ def first_task(venv: Path, data: Path, workdir: Path) -> dict:
                               env=env, capture_output=True, text=True, timeout=900)
         if done.returncode:
             raise SystemExit(f"the cluster driver failed:\n{done.stderr[-3000:]}")
-        times, inside = json.loads(done.stdout.strip().splitlines()[-1])
+        noop, times, inside = json.loads(done.stdout.strip().splitlines()[-1])
     finally:
         for proc in reversed(procs):  # the worker first, then the master; by PID
             proc.send_signal(signal.SIGTERM)
@@ -218,7 +228,7 @@ def first_task(venv: Path, data: Path, workdir: Path) -> dict:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-    return {"jobs_s": times, "first_minus_second_s": times[0] - times[1],
+    return {"noop_s": noop, "jobs_s": times, "first_minus_second_s": times[0] - times[1],
             "in_task_s": [t for t, _, _ in inside], "worker_pids": [p for _, p, _ in inside],
             "compiled_in_task": [c for _, _, c in inside]}
 
@@ -251,7 +261,8 @@ def run(args) -> int:
                  f"{', '.join(f'{t:.2f}' for t in result['imports']['cpu_s'])} s")
         if "cluster" in args.start_parts:
             result["cluster"] = first_task(venv, rows, workdir)
-            _log(f"{variant}: standalone cluster, one-task jobs "
+            _log(f"{variant}: standalone cluster, a no-op Python task "
+                 f"{result['cluster']['noop_s']:.2f} s, then one-task jobs "
                  f"{', '.join(f'{t:.2f}' for t in result['cluster']['jobs_s'])} s: first minus "
                  f"second {result['cluster']['first_minus_second_s']:.2f} s; inside the tasks "
                  f"{', '.join(f'{t:.2f}' for t in result['cluster']['in_task_s'])} s, kernels "
