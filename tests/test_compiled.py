@@ -73,13 +73,13 @@ def test_kernels_built_ahead_cover_what_a_run_compiles(tmp_path):
     build = subprocess.run([sys.executable, "-m", "bleu_spark.build_kernels"], cwd=ROOT,
                            env={**os.environ, "BLEU_SPARK_BUILD_KERNELS": "1",
                                 "NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": "",
-                                "BLEU_SPARK_KERNELS_DIR": str(built)},
+                                "BLEU_SPARK_KERNELS_DIR": str(built), "NUMBA_BOUNDSCHECK": "0"},
                            capture_output=True, text=True, timeout=900)
     assert build.returncode == 0, build.stderr[-3000:]
     assert any(name.endswith(".nbc") for name in os.listdir(built))
     # numba's own cache folder empty, so whatever is not built would have to compile
-    out = run({"BLEU_SPARK_KERNELS_DIR": str(built), "NUMBA_CACHE_DIR": str(tmp_path / "cache")},
-              rows_each=30)
+    out = run({"BLEU_SPARK_KERNELS_DIR": str(built), "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+               "NUMBA_BOUNDSCHECK": "0"}, rows_each=30)  # as a run: built kernels are unchecked
     assert out["numba"] is True
     assert out["compiled"] == {}
     for langpair, (ours, theirs) in out["groups"].items():
