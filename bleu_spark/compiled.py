@@ -7,9 +7,10 @@ kernels"):
 1. `bleu_spark/_kernels/`, written when the wheel is built (`setup.py` runs
    `python -m bleu_spark.build_kernels`): every kernel for every argument type the job passes,
    compiled for x86-64-v3 and for the target's baseline CPU (`BUILT_CPUS`), so a new machine,
-   a new executor or a cluster archive loads the best its CPU runs and compiles nothing. An entry is used only if the numba version, the
-   Python version, the target (e.g. x86_64-unknown-linux-gnu) and the kernel's source and
-   bytecode all match; otherwise it is not found, and:
+   a new executor or a cluster archive loads the best its CPU runs and compiles nothing. An
+   entry is used only if the numba version, the Python version, the target (e.g.
+   x86_64-unknown-linux-gnu) and the kernel's source and bytecode all match; otherwise it is
+   not found, and:
 2. numba's own cache on disk (next to the source, or in the user's cache folder), written the
    first time a kernel compiles on this machine, for this machine's CPU;
 3. compiling at first use (about 20 s for all the kernels of the four metrics).
@@ -127,6 +128,8 @@ def _usable_cpus() -> list:
         host = binding.get_host_cpu_features()
         _cpus = [cpu for cpu, needs in BUILT_CPUS.items() if all(host.get(f) for f in needs)]
     return _cpus
+
+
 _kernels: list = []  # every kernel defined, as (its function, its stand-in)
 
 
@@ -165,7 +168,10 @@ def bind_all() -> dict:
             target = function
         else:
             target = numba.njit(nogil=True)(function)
-            target._cache = _KernelCache(function)  # what `cache=True` sets, with our lookup
+            try:
+                target._cache = _KernelCache(function)  # what `cache=True` sets, our lookup
+            except RuntimeError:  # no source file to key a cache by: compiled in this process
+                pass
         _bound_to[stand_in] = target
     for module in {sys.modules[f.__module__] for f, _ in _kernels if f.__module__ in sys.modules}:
         for name, value in list(vars(module).items()):
