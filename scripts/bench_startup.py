@@ -195,6 +195,13 @@ def first_task(venv: Path, data: Path, workdir: Path) -> dict:
     run_dir = workdir / f"cluster-{venv.name}"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
+    # A new container has no numba cache: none next to the installed sources (what the earlier
+    # parts' runs compiled there), and a new, empty cache folder for the worker and executors.
+    for cached in glob.glob(str(pyspark_home.parent / "bleu_spark" / "**" / "*.nb[ic]"), recursive=True):
+        os.remove(cached)
+    cache = run_dir / "numba-cache"
+    cache.mkdir()
+    env["NUMBA_CACHE_DIR"] = str(cache)
     port = _free_port()
     spark_class = pyspark_home / "bin" / "spark-class"
     master_log, worker_log = run_dir / "master.log", run_dir / "worker.log"
@@ -214,8 +221,6 @@ def first_task(venv: Path, data: Path, workdir: Path) -> dict:
                  "--work-dir", str(run_dir / "work")],
                 env=env, stdout=log, stderr=subprocess.STDOUT))
         _wait_for(worker_log, "Successfully registered with master")
-        cache = run_dir / "numba-cache"  # new and empty: a new container's
-        cache.mkdir()
         done = subprocess.run([venv / "bin" / "python", "-c", DRIVER, url, str(data), str(cache)],
                               env=env, capture_output=True, text=True, timeout=900)
         if done.returncode:
