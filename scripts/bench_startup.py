@@ -197,8 +197,9 @@ def first_task(venv: Path, data: Path, workdir: Path) -> dict:
     run_dir.mkdir(parents=True)
     # A new container has no numba cache: none next to the installed sources (what the earlier
     # parts' runs compiled there), and a new, empty cache folder for the worker and executors.
-    for cached in glob.glob(str(pyspark_home.parent / "bleu_spark" / "**" / "*.nb[ic]"), recursive=True):
-        os.remove(cached)
+    for cached in glob.glob(str(pyspark_home.parent / "bleu_spark" / "**" / "__pycache__" / "*.nb[ic]"),
+                            recursive=True):
+        os.remove(cached)  # (the built kernels, in bleu_spark/_kernels, stay: they are the wheel's)
     cache = run_dir / "numba-cache"
     cache.mkdir()
     env["NUMBA_CACHE_DIR"] = str(cache)
