@@ -5,6 +5,7 @@ installs skip it (their kernels compile at first use and are cached next to the 
 fails, the wheel is built without them and the kernels compile at first use, as numba does."""
 import os
 import platform
+import shutil
 import subprocess
 import sys
 
@@ -15,7 +16,12 @@ from setuptools.command.build_py import build_py
 class build_py_with_kernels(build_py):
     def run(self):
         super().run()
-        if self.editable_mode or os.environ.get("BLEU_SPARK_SKIP_KERNELS") == "1":
+        if self.editable_mode:
+            return
+        # An earlier build's kernels in the same build folder (setuptools keeps build/lib) would
+        # go into this wheel too: every build starts from none.
+        shutil.rmtree(os.path.join(self.build_lib, "bleu_spark", "_kernels"), ignore_errors=True)
+        if os.environ.get("BLEU_SPARK_SKIP_KERNELS") == "1":
             return
         # The build folder first on the path; pip's isolated build environment reaches its
         # packages through PYTHONPATH too, so it is kept.

@@ -50,8 +50,7 @@ def _run(cmd, env=None, cwd=None) -> float:
 def make_env(workdir: Path, root: Path, variant: str, reuse: bool = False) -> Path:
     """A new venv holding `pip install CLONE` of a clean clone of `root` at HEAD (`reuse`: the
     one a previous invocation made, for the parts that do not measure a first run)."""
-    # A clone per environment: pip keeps the wheel it built from a folder under the folder's
-    # path, and would install the built variant's wheel into the jit environment.
+    # A clone per environment: each builds in its clone's build/ folder, as a user's would.
     clone, venv = workdir / f"clone-{variant}", workdir / f"venv-{variant}"
     if reuse and (venv / "bin" / "bleu-spark").exists():
         return venv
