@@ -42,8 +42,9 @@ _numba = None  # the module, once `load_numba` imported it; False where it canno
 
 
 def load_numba():
-    """numba, imported on first use (it takes about a second, and the driver of a Spark run
-    calls no kernel), or None where it cannot load: the kernels then run as Python."""
+    """numba, imported on first use (a quarter of a second of CPU and more, and the driver of
+    a Spark run calls no kernel), or None where it cannot load: the kernels then run as
+    Python."""
     global _numba
     if _numba is None:
         try:
