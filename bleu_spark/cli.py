@@ -404,10 +404,12 @@ def views_paired_fields():
 
 def run_score(args: argparse.Namespace) -> int:
     from .spark.job import preflight, run_job
+    from .spark.progress import say as say_progress
     from .spark.session import spark_session
 
     options = job_options(effective_settings(args))
     preflight(options)
+    say_progress("starting Spark", options.progress_seconds)
     spark = spark_session()
     install_signal_handlers()
     try:

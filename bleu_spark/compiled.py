@@ -1,19 +1,234 @@
 """Loops over whole batches as machine code (numba), for the few steps numpy cannot do without
-a Python loop per segment or per string; and the bytes of a string array as numpy arrays."""
+a Python loop per segment or per string; and the bytes of a string array as numpy arrays.
+
+Where the machine code comes from, first found first used (docs/internals.md, "Compiled
+kernels"):
+
+1. `bleu_spark/_kernels/`, written when the wheel is built (`setup.py` runs
+   `python -m bleu_spark.build_kernels`): every kernel for every argument type the job passes,
+   compiled for x86-64-v3 and for the target's baseline CPU (`BUILT_CPUS`), so a new machine,
+   a new executor or a cluster archive loads the best its CPU runs and compiles nothing. An
+   entry is used only if the numba version, the Python version, the target (e.g.
+   x86_64-unknown-linux-gnu) and the kernel's source and bytecode all match; otherwise it is
+   not found, and:
+2. numba's own cache on disk (next to the source, or in the user's cache folder), written the
+   first time a kernel compiles on this machine, for this machine's CPU;
+3. compiling at first use (about 20 s for all the kernels of the four metrics).
+
+Without numba (a platform it has no wheel for, or `BLEU_SPARK_PURE_PYTHON=1`) the kernels run
+as the plain Python functions they are written as: slower, the same statistics.
+"""
 from __future__ import annotations
 
-import numba
+import os
+import pickle
+import sys
+
 import numpy as np
 import pyarrow as pa
 
+# BLEU_SPARK_KERNELS_DIR: another folder of built kernels (the tests build into one of their own)
+BUILT = os.environ.get("BLEU_SPARK_KERNELS_DIR") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "_kernels")
+# The CPUs the built kernels are compiled for, best first, each with the host features it needs
+# (LLVM's names): x86-64-v3 (AVX2, FMA, BMI: Intel since 2013, AMD since 2015) where the target
+# is x86-64, and "generic", the target's baseline (SSE2 on x86-64), which every machine of the
+# target runs. v3 code saves a few percent of the kernels' time (docs/benchmarks.md).
+BUILT_CPUS = {"x86-64-v3": ("avx2", "bmi", "bmi2", "fma", "f16c", "lzcnt", "movbe"),
+              "generic": ()}
+_BUILDING = os.environ.get("BLEU_SPARK_BUILD_KERNELS") == "1"  # set by build_kernels only
+
+_numba = None  # the module, once `load_numba` imported it; False where it cannot be
+
+
+def load_numba():
+    """numba, imported on first use (a quarter of a second of CPU and more, and the driver of
+    a Spark run calls no kernel), or None where it cannot load: the kernels then run as
+    Python."""
+    global _numba
+    if _numba is None:
+        try:
+            if os.environ.get("BLEU_SPARK_PURE_PYTHON") == "1":
+                raise ImportError("BLEU_SPARK_PURE_PYTHON=1")
+            import numba
+            _numba = numba
+            _define_cache(numba)
+        except ImportError:
+            _numba = False
+    return _numba or None
+
+
+def _define_cache(numba) -> None:
+    from numba.core import caching
+
+    global _KernelCache
+
+    class _BuiltLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+        """The folder of built kernels; accepted even where it cannot be written, since it is
+        read. Its entries are keyed by the source file's content (numba's stamp), never its
+        path or time, so they hold wherever the package is unpacked."""
+
+        def __init__(self, py_func, py_file):
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+
+        def get_cache_path(self):
+            return BUILT
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            return cls(py_func, py_file) if os.path.exists(py_file) else None
+
+    class _Impl(caching.CompileResultCacheImpl):
+        # Building writes only the built folder; at run time numba's own folders come first
+        # (what this machine compiled) and the built folder last (so a read-only install with
+        # no writable cache folder still finds it).
+        _locator_classes = ([_BuiltLocator] if _BUILDING else
+                            [*caching.CompileResultCacheImpl._locator_classes, _BuiltLocator])
+
+    class KernelCache(caching.FunctionCache):
+        """numba's per-function cache, that looks in the built folder first (for the portable
+        CPU), then where numba looks (for this CPU)."""
+        _impl_class = _Impl
+
+        def __init__(self, py_func):
+            super().__init__(py_func)
+            self._built = caching.IndexDataCacheFile(
+                cache_path=BUILT, filename_base=self._impl.filename_base,
+                source_stamp=self._impl.locator.get_source_stamp())
+
+        def _load_overload(self, sig, target_context):
+            # Built without index checks: a process that asks for them (the tests) compiles.
+            if self._enabled and not _BUILDING and not numba.core.config.BOUNDSCHECK:
+                sig_, (triple, _, _), code = self._index_key(sig, target_context.codegen())
+                for cpu in _usable_cpus():
+                    data = self._built.load((sig_, (triple, cpu, ""), code))
+                    if data is not None:
+                        return self._impl.rebuild(target_context, data)
+            return super()._load_overload(sig, target_context)
+
+        def save_overload(self, sig, data):
+            try:
+                super().save_overload(sig, data)
+            except OSError:  # a read-only folder: the kernel stays compiled in this process
+                pass
+
+    _KernelCache = KernelCache
+
+
+_KernelCache = None
+_cpus = None
+
+
+def _usable_cpus() -> list:
+    """The built kernels' CPUs this machine runs, best first."""
+    global _cpus
+    if _cpus is None:
+        from llvmlite import binding
+
+        host = binding.get_host_cpu_features()
+        _cpus = [cpu for cpu, needs in BUILT_CPUS.items() if all(host.get(f) for f in needs)]
+    return _cpus
+
+
+_kernels: list = []  # every kernel defined, as (its function, its stand-in)
+
+
+class _Kernel:
+    """A kernel's stand-in until a kernel is first called: then numba is imported and every
+    kernel's name, in every module that holds one, is bound to its compiled dispatcher (or to
+    the plain function without numba), since compiled code calls the kernels it names."""
+
+    def __init__(self, function):
+        self.function = function
+        self.__name__, self.__doc__ = function.__name__, function.__doc__
+        self.__module__, self.__qualname__ = function.__module__, function.__qualname__
+
+    def __call__(self, *args):
+        return bind_all()[self](*args)
+
+    def __reduce__(self):  # pickled by reference, as a module's function is
+        return (_bound, (self.function.__module__, self.function.__name__))
+
+
+def _bound(module: str, name: str):
+    return getattr(sys.modules[module] if module in sys.modules else
+                   __import__(module, fromlist=[name]), name)
+
+
+_bound_to: dict = {}
+
+
+def bind_all() -> dict:
+    """Binds every kernel's name to its dispatcher (or function); {stand-in: what it is now}."""
+    numba = load_numba()
+    for function, stand_in in _kernels:
+        if stand_in in _bound_to:
+            continue
+        if numba is None:
+            target = function
+        else:
+            target = numba.njit(nogil=True)(function)
+            try:
+                target._cache = _KernelCache(function)  # what `cache=True` sets, our lookup
+            except RuntimeError:  # no source file to key a cache by: compiled in this process
+                pass
+        _bound_to[stand_in] = target
+    for module in {sys.modules[f.__module__] for f, _ in _kernels if f.__module__ in sys.modules}:
+        for name, value in list(vars(module).items()):
+            if isinstance(value, _Kernel):
+                setattr(module, name, _bound_to[value])
+    return _bound_to
+
 
 def compiled(function):
-    """`function` compiled (numba, no Python objects inside), cached on disk where the package
-    folder or the user's cache folder can be written, else compiled once per process."""
+    """`function` compiled (numba, no Python objects inside) when first called, its machine
+    code loaded from the built kernels or numba's cache where they have it; run as Python
+    without numba."""
+    stand_in = _Kernel(function)
+    _kernels.append((function, stand_in))
+    if _bound_to:  # defined after the others were bound (a module imported late)
+        return bind_all()[stand_in]
+    return stand_in
+
+
+def _numba_version():
+    """numba's version from its installed metadata, without importing it; None if absent."""
+    from importlib import metadata
+
     try:
-        return numba.njit(cache=True, nogil=True)(function)
-    except RuntimeError:  # numba found no writable cache folder
-        return numba.njit(nogil=True)(function)
+        return metadata.version("numba")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def built_here() -> bool:
+    """Whether this process would load kernels built ahead of time: numba is installed, and
+    the built folder has kernels for this Python written by this numba version. Imports no
+    numba (the driver of a Spark run asks, and runs no kernel)."""
+    version = _numba_version()
+    if version is None or os.environ.get("BLEU_SPARK_PURE_PYTHON") == "1" \
+            or not os.path.isdir(BUILT):
+        return False
+    tag = f".py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}.nbi"
+    index = next((f for f in sorted(os.listdir(BUILT)) if f.endswith(tag)), None)
+    if index is None:
+        return False
+    with open(os.path.join(BUILT, index), "rb") as f:
+        return pickle.load(f) == version  # an index starts with the version that wrote it
+
+
+def status():
+    """What a progress line says of the kernels before the first rows are scored, where they
+    are slow to come; None when they were built ahead of time."""
+    version = _numba_version()
+    if version is None or os.environ.get("BLEU_SPARK_PURE_PYTHON") == "1":
+        return "numba is not loaded here: the kernels run as plain Python (slower, the same statistics)"
+    if built_here():
+        return None
+    return (f"no kernels built for numba {version} and Python "
+            f"{sys.version_info[0]}.{sys.version_info[1]} in this install: each Python worker "
+            f"compiles the ones it uses, unless numba's cache has them (about 20 s)")
 
 
 def utf8_parts(strings: pa.Array):

@@ -71,11 +71,13 @@ def split_tokens(lines: pa.Array) -> Tokens:
 def _space_width(data, i, end, space):  # pragma: no cover (compiled)
     """The bytes of the whitespace character at `i` (line ends at `end`), 0 if it is none. The
     callers test ASCII bytes themselves: a call per byte costs several times the test."""
-    b = data[i]
+    # Bytes widened before shifting: numba would widen them anyway, numpy's uint8 would not
+    # (the plain Python kernels, without numba, must give the same words).
+    b = np.int64(data[i])
     if b == 0xC2 and i + 1 < end:
-        return 2 if space[(b & 0x1F) << 6 | data[i + 1] & 0x3F] else 0
+        return 2 if space[(b & 0x1F) << 6 | np.int64(data[i + 1]) & 0x3F] else 0
     if 0xE1 <= b <= 0xE3 and i + 2 < end:
-        code = (b & 0x0F) << 12 | (data[i + 1] & 0x3F) << 6 | data[i + 2] & 0x3F
+        code = (b & 0x0F) << 12 | (np.int64(data[i + 1]) & 0x3F) << 6 | np.int64(data[i + 2]) & 0x3F
         return 3 if code <= 0x3000 and space[code] else 0
     return 0
 

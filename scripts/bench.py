@@ -29,6 +29,10 @@ many language pairs as make the groups; ``--rows`` rows in ``--row-groups`` row 
 prints, per number of groups, the wall time and peak memory of the process tree with and
 without intervals: what intervals cost as groups grow.
 
+``--start-up`` measures the fixed cost instead (``scripts/bench_startup.py``): cold and warm
+start in new environments, a small run against path s, an executor's first task on a
+standalone cluster.
+
 ``--segments`` runs a2 and c, then c with ``--segments`` (carrying ``--segments-columns``),
 and prints the extra time and memory of writing the segments table and its bytes per input row.
 
@@ -1457,7 +1461,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="with --segments: the columns the segments table carries ('' for none)")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny corpus (2,000 rows), identity guard only, no speed table")
+    ap.add_argument("--start-up", action="store_true",
+                    help="instead of the paths: the fixed cost, in new environments from a clean "
+                         "clone (scripts/bench_startup.py): cold and warm start, a small run "
+                         "against Spark's floor, an executor's first task on a standalone cluster")
+    ap.add_argument("--start-rows", type=int, default=400,
+                    help="--start-up: rows of the cold and warm runs and the cluster's tasks (default 400)")
+    ap.add_argument("--start-small", type=int, default=4,
+                    help="--start-up: rows of the small run against Spark's floor (default 4)")
+    ap.add_argument("--start-variants", default="built,jit",
+                    help="--start-up: built (kernels compiled into the wheel), jit (compiled at "
+                         "first use) or both (default built,jit)")
+    ap.add_argument("--start-parts", default="cold,floor,imports,cluster",
+                    help="--start-up: which of cold, floor, imports, cluster (default all)")
     args = ap.parse_args(argv)
+    if args.start_up:
+        sys.path.insert(0, str(Path(__file__).parent))
+        import bench_startup
+
+        return bench_startup.run(args)
     if args.scale_groups:
         return run_scale(args)
     if args.segments:

@@ -2,7 +2,8 @@
 # Build what a Spark cluster needs to run the job:
 #
 #   dist/bleu_spark_env.tar.gz  venv-pack archive of a fresh venv holding bleu-spark (a normal,
-#                               non-editable install) and its runtime dependencies; ship it with
+#                               non-editable install, its kernels compiled when its wheel was
+#                               built) and its runtime dependencies; ship it with
 #                               --archives dist/bleu_spark_env.tar.gz#environment and point
 #                               spark.pyspark.python at ./environment/bin/python
 #   dist/score_bleu.py          the entry point to hand to spark-submit
@@ -122,6 +123,12 @@ from sacrebleu.tokenizers.tokenizer_ja_mecab import TokenizerJaMecab
 from sacrebleu.tokenizers.tokenizer_ko_mecab import TokenizerKoMecab
 assert TokenizerJaMecab()("今日は良い天気です。").split(), "ja-mecab gave no tokens"
 assert TokenizerKoMecab()("오늘은 날씨가 좋습니다.").split(), "ko-mecab gave no tokens"
+# The wheel's kernels were compiled when it was built: an executor unpacking the archive loads
+# them and compiles nothing (docs/internals.md, "Compiled kernels").
+from bleu_spark import build_kernels, compiled
+assert compiled.built_here(), f"no built kernels in {compiled.BUILT}"
+build_kernels.workload()
+assert not build_kernels.compiled_now(), f"compiled at run time: {build_kernels.compiled_now()}"
 print(f"  bleu_spark {bleu_spark.__version__}, sacrebleu {sacrebleu.__version__}, "
       f"pyarrow {pyarrow.__version__}: ok", file=sys.stderr)
 EOF

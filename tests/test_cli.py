@@ -37,7 +37,9 @@ def test_user_errors_give_one_line_and_a_distinct_exit_code(tmp_path, args, code
     base = ["--input", SAMPLE, "--output", str(tmp_path / "out")]
     result = run_cli(*base, *args)
     assert result.returncode == code, result.stderr
-    assert result.stderr.strip().splitlines() == [f"bleu-spark: error: {result.stderr.split('error: ', 1)[1].strip()}"]
+    # one error line; before it, the progress lines of the steps that ran (starting Spark, ...)
+    lines = [l for l in result.stderr.strip().splitlines() if not l.startswith("bleu-spark: progress: ")]
+    assert lines == [f"bleu-spark: error: {result.stderr.split('error: ', 1)[1].strip()}"]
     assert message in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
 

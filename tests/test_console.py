@@ -93,6 +93,19 @@ def test_a_failed_pass_has_no_end_line_and_interval_0_no_line():
     assert quiet.getvalue() == ""
 
 
+def test_before_a_task_ends_the_line_says_the_first_tasks_are_starting():
+    stage = SimpleNamespace(stageId=0, numCompletedTasks=0, numTasks=2)
+    tracker = SimpleNamespace(getActiveStageIds=lambda: [0], getStageInfo=lambda s: stage)
+    context = SimpleNamespace(accumulator=lambda v: SimpleNamespace(value=0),
+                              statusTracker=lambda: tracker)
+    line = Progress(SimpleNamespace(sparkContext=context), 360, 30).line()
+    assert line.startswith("bleu-spark: progress: 0 of 360 rows scored, the first tasks starting "
+                           "(Python workers, imports, the compiled kernels), ")
+    assert line.endswith("[stage 0: 0/2 tasks]") and "0%" not in line
+    stage.numCompletedTasks = 1  # a task ended with no rows of its own: the count is the truth
+    assert "0 of 360 rows scored (0%)" in Progress(SimpleNamespace(sparkContext=context), 360, 30).line()
+
+
 @pytest.mark.e2e
 def test_the_console_of_a_short_run_with_two_metrics(tmp_path):
     candidates = ["the cat sat on the mat", "a dog ran in the park today", "hello there world"]
@@ -118,6 +131,11 @@ def test_the_console_of_a_short_run_with_two_metrics(tmp_path):
     assert lines[7].split() == ["chrF2", str(chrf_metric.get_signature())]
     assert re.fullmatch(r"wrote .*out in \d+\.\d s \(\d+\.\d s since the process started\)", lines[8])
     progress = [l for l in result.stderr.splitlines() if l.startswith("bleu-spark: progress:")]
-    assert progress[0] == "bleu-spark: progress: scoring 3 rows, a line every 30 s"
+    # what runs before the first row is scored is said as it starts: Spark, the footers, and
+    # the kernels where this install has none built (an editable one)
+    assert progress[:2] == ["bleu-spark: progress: starting Spark",
+                            "bleu-spark: progress: reading the input's Parquet footers"]
+    kernels = [l for l in progress[2:-2] if "no kernels built" in l]
+    assert progress[2 + len(kernels)] == "bleu-spark: progress: scoring 3 rows, a line every 30 s"
     assert progress[-1].startswith("bleu-spark: progress: done: 3 of 3 rows scored")
-    assert len(progress) == 2
+    assert len(progress) == 4 + len(kernels) and len(kernels) <= 1

@@ -9,9 +9,9 @@ import time
 from collections import Counter
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
+from importlib import metadata
 from typing import Any, List, Optional, Sequence, Tuple
 
-import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,13 +21,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import __version__, bootstrap, metrics, output as out, ranges, segments, statstable, views
+from .. import __version__, bootstrap, compiled, metrics, output as out, ranges, segments, statstable, views
 from ..config import AUTO, BleuConfig
 from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..segments import SegmentsPlan
 from . import drilldown, inputs, io
-from .progress import Progress
+from .progress import Progress, say as say_progress
 from .scan import ArrowScan, arrow_scan
 from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, METRIC, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
                     merging, output_schema, partial_sums, rejected_rows, rejected_schema,
@@ -363,6 +363,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if plan.segments:  # written by the tasks, into the staging folder, committed with the rest
             where = replace(plan.segments, uri=f"{output.staging_uri}/{segments.TABLE}", run_id=run_id)
             plan = replace(plan, segments=where)
+        say_progress("reading the input's Parquet footers", options.progress_seconds)
         found = arrow_scan(spark, table, options, plan)
         scan = found if isinstance(found, ArrowScan) else None  # else why Spark's scan reads
         # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
@@ -382,6 +383,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         advice = inputs.few_row_groups(row_groups, rows_read, spark.sparkContext.defaultParallelism)
         for warning in advice:
             print(f"bleu-spark: warning: {warning}", file=sys.stderr, flush=True)
+        kernels = compiled.status()
+        if kernels:
+            say_progress(kernels, options.progress_seconds)
         with splits, Progress(spark, rows_read, options.progress_seconds,
                               after=_after_scoring(resampling)) as progress:
             measurement = Measurement(spark, table, options, progress.rows, rows_read, scan, plan)
@@ -594,6 +598,6 @@ def versions(spark: SparkSession) -> dict:
     jvm = spark.sparkContext._jvm  # the documented gateway to the driver JVM
     return {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
             "pyspark": pyspark.__version__, "pyarrow": pa.__version__, "numpy": np.__version__,
-            "numba": numba.__version__,
+            "numba": metadata.version("numba"),  # from its metadata: the driver imports no numba
             "python": platform.python_version(),
             "java": jvm.java.lang.System.getProperty("java.version")}

@@ -19,6 +19,14 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
 
 
+def say(what: str, interval: float, stream=sys.stderr) -> None:
+    """A progress line for a step before the scoring pass that can take seconds (starting
+    Spark, reading footers), so a run is never silent while it waits; none when `interval` is
+    0."""
+    if interval > 0:
+        print(f"bleu-spark: progress: {what}", file=stream, flush=True)
+
+
 class Progress:
     """Prints `bleu-spark: progress: ...` to stderr: a line as the pass starts, one every
     `interval` seconds while it runs, and one when it is done (so a short run shows its start
@@ -64,6 +72,11 @@ class Progress:
         tasks = ", ".join(f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks"
                           for s in stages if s)
         share = done / self.total_rows if self.total_rows else 0.0
+        if done == 0 and not any(s.numCompletedTasks for s in stages if s):
+            # Before a task ends nothing is counted: say what the first tasks do meanwhile.
+            return (f"bleu-spark: progress: 0 of {self.total_rows:,} rows scored, the first tasks "
+                    f"starting (Python workers, imports, the compiled kernels), "
+                    f"{_duration(elapsed)} elapsed" + (f" [{tasks}]" if tasks else ""))
         left = f", about {_duration(elapsed * (1 - share) / share)} left" if 0 < share < 1 else ""
         if share >= 1:  # the scoring tasks are done: say what the ones still running do
             return (f"bleu-spark: progress: all {self.total_rows:,} rows scored, {self.after}, "
