@@ -406,6 +406,9 @@ def run_score(args: argparse.Namespace) -> int:
     rows = result.run["rows"]
     _print_scores(result, f"rows: read {rows['read']}, scored {rows['scored']}, "
                           f"rejected {rows['rejected']}")
+    if result.run.get("tokenizers"):  # --tokenize auto: the tokenizer each pair, as written, got
+        print("tokenizers: " + ", ".join(f"{pair!r} {name}" for pair, name
+                                         in result.run["tokenizers"].items()))
     _print_warnings(result.run["warnings"])
     if result.run["unmatched_reference_segments"]:
         print(f"{PROG}: note: {result.run['unmatched_reference_segments']} reference segments "

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import __version__, bootstrap, metrics, output as out, ranges, segments, statstable, views
-from ..config import AUTO, BleuConfig
+from ..config import AUTO, BleuConfig, spaceless_warning
 from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..segments import SegmentsPlan
@@ -391,6 +391,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if in_place:
             layout["input_row_groups"] = row_groups
         measurement.warnings += advice
+        tokenizers = tokenizers_by_pair(measurement.stats, options)
+        measurement.warnings += tokenizer_warnings(measurement.stats, options, tokenizers)
         scores = views.score_sets(measurement.stats, measurement.sets, options.config,
                                   resampling, measurement.segments, options.partition_by)
         paired = None
@@ -402,6 +404,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         timings = {"score_s": time.time() - started}
         run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id,
                          input_bytes)
+        run["tokenizers"] = tokenizers
         if output:
             write_start = time.time()
             if measurement.rejected:
@@ -428,6 +431,32 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if unreadable is not None:
             raise unreadable from None
         raise
+
+
+def tokenizers_by_pair(stats: pa.Table, options: JobOptions) -> Optional[dict]:
+    """Under `--tokenize auto`, the tokenizer each language pair (as written) was scored with."""
+    column = options.langpair_col
+    if options.config.tokenize != AUTO or column not in stats.column_names:
+        return None
+    pairs = sorted(set(stats[column].to_pylist()), key=lambda p: (p is None, p or ""))
+    return {"" if p is None else p: options.config.tokenizer_for(p) for p in pairs}
+
+
+def tokenizer_warnings(stats: pa.Table, options: JobOptions, tokenizers: Optional[dict]) -> List[str]:
+    """A warning for each pair scored with 13a for want of a target language the tokenizer table
+    knows, when its BLEU references look like text without spaces (config.spaceless_warning)."""
+    if not tokenizers or "ref_len" not in stats.column_names:
+        return []
+    column = options.langpair_col
+    bleu = stats.filter(pc.equal(stats["metric"], "bleu"))
+    sums = bleu.group_by([column]).aggregate([("n_segments", "sum"), ("ref_len", "sum")])
+    warnings = []
+    for row in sums.to_pylist():
+        pair = row[column]
+        warning = spaceless_warning(pair, tokenizers["" if pair is None else pair],
+                                    row["n_segments_sum"], row["ref_len_sum"])
+        warnings += [warning] if warning else []
+    return warnings
 
 
 def _drilldown(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
