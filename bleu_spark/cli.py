@@ -31,6 +31,7 @@ DEFAULTS = {
     "chrf_whitespace": False, "chrf_lowercase": False, "chrf_eps_smoothing": False,
     "ter_case_sensitive": False, "ter_normalized": False, "ter_no_punct": False,
     "ter_asian_support": False, "segments": False, "segments_columns": None,
+    "allow_empty_input": False,
 }
 
 
@@ -55,7 +56,7 @@ JOB_FILE_KINDS = {
     "chrf_beta": INTEGER, "chrf_whitespace": BOOLEAN, "chrf_lowercase": BOOLEAN,
     "chrf_eps_smoothing": BOOLEAN, "ter_case_sensitive": BOOLEAN, "ter_normalized": BOOLEAN,
     "ter_no_punct": BOOLEAN, "ter_asian_support": BOOLEAN, "segments": BOOLEAN,
-    "segments_columns": COLUMNS,
+    "segments_columns": COLUMNS, "allow_empty_input": BOOLEAN,
 }
 
 
@@ -175,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "sentence score and statistics (docs/segments.md)")
     io.add_argument("--segments-columns", metavar="COLS", help="input columns the segments "
                     "table carries along, e.g. source,candidate,references,doc_id")
+    io.add_argument("--allow-empty-input", action=argparse.BooleanOptionalAction, default=None,
+                    help="an input with no rows is a result with no groups (exit 0), not exit 15")
     io.add_argument("--partition-by", metavar="COLS", help="write the output's tables as Hive "
                     "partitions of these input columns (e.g. run_date); a run replaces only its own")
     _add_showing(score)
@@ -296,6 +299,7 @@ def job_options(settings: dict):
         report=bool(settings["report"]), config=config, resampling=resampling_options(settings),
         metrics=tuple(settings["metrics"]), segments=bool(settings["segments"]),
         segments_columns=tuple(settings["segments_columns"] or ()),
+        allow_empty_input=bool(settings["allow_empty_input"]),
         metric_settings=tuple((k, settings[k]) for k in DEFAULTS if k.startswith(("chrf_", "ter_"))))
 
 

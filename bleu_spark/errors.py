@@ -73,6 +73,12 @@ class BaselineNotFoundError(BleuSparkError):
     exit_code = 14
 
 
+class EmptyInputError(BleuSparkError):
+    """The input holds no row: a feed that delivered nothing would otherwise look like a
+    successful run (allowed with --allow-empty-input)."""
+    exit_code = 15
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: the run stops, cleans its staging folder and exits with
     128 + the signal number (130, 143). A BaseException, so no `except Exception` swallows it."""

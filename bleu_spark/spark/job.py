@@ -23,7 +23,8 @@ from pyspark.sql import types as T
 
 from .. import __version__, bootstrap, metrics, output as out, ranges, segments, statstable, views
 from ..config import AUTO, BleuConfig, spaceless_warning
-from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
+from ..errors import (EmptyInputError, InvalidRowsError, MissingColumnError, SparkJobFailedError,
+                      UsageError)
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..segments import SegmentsPlan
 from . import drilldown, inputs, io
@@ -66,6 +67,7 @@ class JobOptions:
     metric_settings: Tuple[Tuple[str, Any], ...] = ()   # other metrics' options, e.g. chrf_beta
     segments: bool = False                              # also write DIR/segments/, a row a segment
     segments_columns: Tuple[str, ...] = ()              # input columns the segments table carries
+    allow_empty_input: bool = False                     # no input row: exit 15 unless allowed
 
     def __post_init__(self):
         object.__setattr__(self, "metrics", parse_names(self.metrics))
@@ -365,6 +367,10 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         scan = found if isinstance(found, ArrowScan) else None  # else why Spark's scan reads
         # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
         rows_read = scan.rows if scan else table.frame.count()
+        if rows_read == 0 and not options.allow_empty_input:
+            raise EmptyInputError(f"input {options.input} has no rows: nothing to score (a feed "
+                                  f"that delivered nothing?); pass --allow-empty-input to write "
+                                  f"an empty result instead")
         resampling = options.resampling
         if resampling.active and resampling.method == bootstrap.SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
             raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
