@@ -79,6 +79,13 @@ class EmptyInputError(BleuSparkError):
     exit_code = 15
 
 
+class ForeignFileError(BleuSparkError):
+    """A commit journal or marker in the output that this job did not write as it is (another
+    shape, or naming a path outside the output, or a symbolic link where the job makes folders):
+    nothing is moved or removed on its word."""
+    exit_code = 16
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: the run stops, cleans its staging folder and exits with
     128 + the signal number (130, 143). A BaseException, so no `except Exception` swallows it."""
