@@ -89,6 +89,18 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit code 2, not argparse's usage dump
         raise UsageError(message)
 
+    def parse_args(self, args=None, namespace=None):
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            from .metrics import REGISTRY
+
+            if getattr(parsed, "metrics", None) and all(e.lower() in REGISTRY for e in extra):
+                # sacrebleu's habit: `-m bleu chrf`
+                raise UsageError(f"--metrics takes one comma-separated list, not names apart: "
+                                 f"write --metrics {','.join([parsed.metrics, *extra])}")
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
+
 
 def _csv(text: str) -> List[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
@@ -278,6 +290,28 @@ def effective_settings(args: argparse.Namespace) -> dict:
     return settings
 
 
+# Options that only some metrics read, and which: given without one of them, they change nothing.
+BLEU_ONLY = ("lowercase", "smooth_method", "smooth_value", "effective_order", "weights",
+             "max_ngram_order")
+READERS = {**{key: ("bleu",) for key in BLEU_ONLY},
+           **{key: ("chrf", "chrf++") for key in DEFAULTS if key.startswith("chrf_")},
+           "chrf_word_order": ("chrf",),   # chrf++'s is always 2
+           **{key: ("ter",) for key in DEFAULTS if key.startswith("ter_")}}
+
+
+def unused_option_warnings(settings: dict) -> List[str]:
+    """A warning for each metric option set (from its default) while no metric that reads it is
+    measured: `--ter-normalized` with `--metrics bleu`, `--lowercase` with `--metrics ter`."""
+    from .metrics import parse_names
+
+    measured = set(parse_names(settings["metrics"]))
+    return [f"--{key.replace('_', '-')} is set but only {' or '.join(readers)} read"
+            f"{'s' if len(readers) == 1 else ''} it, and --metrics is {','.join(sorted(measured))}: "
+            f"it changes nothing"
+            for key, readers in READERS.items()
+            if settings[key] != DEFAULTS[key] and not measured & set(readers)]
+
+
 def job_options(settings: dict):
     from .spark.job import JobOptions
 
@@ -300,6 +334,7 @@ def job_options(settings: dict):
         metrics=tuple(settings["metrics"]), segments=bool(settings["segments"]),
         segments_columns=tuple(settings["segments_columns"] or ()),
         allow_empty_input=bool(settings["allow_empty_input"]),
+        warnings=tuple(unused_option_warnings(settings)),
         metric_settings=tuple((k, settings[k]) for k in DEFAULTS if k.startswith(("chrf_", "ter_"))))
 
 

@@ -6,11 +6,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from bleu_spark import cli
 from bleu_spark.cli import main
 from bleu_spark.errors import EmptyInputError
 
 SCHEMA = pa.schema([("system", pa.string()), ("langpair", pa.string()),
                     ("candidate", pa.string()), ("references", pa.list_(pa.string()))])
+
+
+@pytest.fixture(autouse=True)
+def shared_session(monkeypatch):
+    """`main` stops the Spark it ran on: here that is the tests' shared session, kept."""
+    monkeypatch.setattr(cli, "_stop_spark", lambda spark: None)
 
 
 @pytest.fixture

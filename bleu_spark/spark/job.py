@@ -26,6 +26,7 @@ from ..config import AUTO, BleuConfig, spaceless_warning
 from ..errors import (EmptyInputError, InvalidRowsError, MissingColumnError, SparkJobFailedError,
                       UsageError)
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
+from ..rows import HINTS
 from ..segments import SegmentsPlan
 from . import drilldown, inputs, io
 from .progress import Progress
@@ -68,6 +69,7 @@ class JobOptions:
     segments: bool = False                              # also write DIR/segments/, a row a segment
     segments_columns: Tuple[str, ...] = ()              # input columns the segments table carries
     allow_empty_input: bool = False                     # no input row: exit 15 unless allowed
+    warnings: Tuple[str, ...] = ()                      # about the options, for run.json
 
     def __post_init__(self):
         object.__setattr__(self, "metrics", parse_names(self.metrics))
@@ -144,7 +146,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
                          f"DIR/rejected/ beside every input column; rename it in the input")
     config = options.config
     auto = config.tokenize == AUTO and options.langpair_col in columns
-    rules = [io.ColumnRule(options.candidate_col, "string", io.is_string)]
+    rules = [io.ColumnRule(options.candidate_col, "string", io.is_string, "--candidate-col")]
     if not options.references:
         rules += inputs.reference_rules(options, columns)
     keys = dict.fromkeys([*group_cols, *options.join_on, *options.segment_key])
@@ -298,7 +300,8 @@ class Measurement:
         examples = self.rejected_frame(whole=False).limit(EXAMPLES_SHOWN).collect()
         shown = [", ".join(f"{c}={r[c]!r}" for c in [*self.plan.group_cols, *self.input.segment_key])
                  + f": {r[REASON]}" for r in examples]
-        return (_rejection_summary(self.rejected) + "; e.g. " + "; ".join(shown)
+        hints = "".join(f"; {HINTS[reason]}" for reason in sorted(self.rejected) if reason in HINTS)
+        return (_rejection_summary(self.rejected) + "; e.g. " + "; ".join(shown) + hints
                 + "; use --on-invalid quarantine to score the rest and write these to DIR/rejected/")
 
     def _add_coverage(self) -> List[str]:
@@ -396,7 +399,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             layout.update(scan="spark", spark_scan_reason=found)
         if in_place:
             layout["input_row_groups"] = row_groups
-        measurement.warnings += advice
+        measurement.warnings = [*options.warnings, *measurement.warnings, *advice]
         tokenizers = tokenizers_by_pair(measurement.stats, options)
         measurement.warnings += tokenizer_warnings(measurement.stats, options, tokenizers)
         scores = views.score_sets(measurement.stats, measurement.sets, options.config,
