@@ -161,7 +161,9 @@ def _resample_indices(n_segments: int, n_samples: int, seed: int) -> np.ndarray:
 
 def _resample_scores(metric, stats: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """Scores of the float32 resample sums, one resample at a time. Each `(N, width)` slice has
-    the layout of sacrebleu's `stats_np[idxs][b]`, so `.sum(0)` adds in the same order."""
+    the layout of sacrebleu's `stats_np[idxs][b]`, so `.sum(0)` adds in the same order. The
+    array keeps the scores' own type: chrF's and TER's are float32 (their arithmetic on float32
+    sums stays float32), BLEU's Python floats."""
     stats32 = np.array(stats, dtype="float32")
     return np.array([metric._compute_score_from_stats(stats32[row].sum(0)).score
                      for row in indices])
@@ -177,10 +179,14 @@ def sacrebleu_interval(stats, config, n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES
     metric = sacrebleu_metric(config)
     stats = as_metric(config).sacrebleu_statistics(stats)
     scores = _resample_scores(metric, stats, _resample_indices(len(stats), n_samples, seed))
-    low, high = percentile_bounds(scores)
-    return Interval(score=_full_score(metric, stats), mean=statistics.mean(scores.tolist()),
-                    low=low, high=high, halfwidth=0.5 * (high - low), n_samples=n_samples,
-                    seed=seed, method=SACREBLEU)
+    # sacrebleu's `estimate_ci` on the scores as they are: for float32 ones (chrF, TER) its
+    # `statistics.mean` rounds the mean to float32, and its ± is a float32 difference halved.
+    ordered = np.sort(scores)
+    at = len(ordered) // 40
+    low, high = ordered[at], ordered[len(ordered) - at - 1]
+    return Interval(score=_full_score(metric, stats), mean=float(statistics.mean(list(scores))),
+                    low=float(low), high=float(high), halfwidth=float(0.5 * (high - low)),
+                    n_samples=n_samples, seed=seed, method=SACREBLEU)
 
 
 def _check_paired(baseline: np.ndarray, system: np.ndarray) -> None:
