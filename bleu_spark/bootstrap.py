@@ -503,12 +503,21 @@ class Resampling:
     def check_baseline(self, systems: Collection, shown: int = 5) -> None:
         """The baseline is one of the systems scored, else a paired test asked for gives nothing:
         one line naming it and a few that exist, before anything is written."""
-        if self.baseline is None or self.baseline in systems:
+        if self.baseline is None or self.baseline_of(systems) is not None:
             return
         names = sorted(map(str, systems))
         more = f", ... ({len(names)} in all)" if len(names) > shown else ""
         raise BaselineNotFoundError(f"--baseline {self.baseline!r} is in no comparison group; "
                                     f"systems scored: {', '.join(names[:shown]) or 'none'}{more}")
+
+    def baseline_of(self, systems: Collection):
+        """The system value `--baseline` names: the string itself, or, in a column of integers
+        (ids), the one value written so (`--baseline 3` names 3; `03` names none)."""
+        if self.baseline in systems:
+            return self.baseline
+        typed = [s for s in systems if s is not None and not isinstance(s, str)
+                 and str(s) == self.baseline]
+        return typed[0] if len(typed) == 1 else None
 
     @property
     def active(self) -> bool:

@@ -12,6 +12,7 @@ from typing import List, Optional
 from . import __version__
 from .config import AUTO, SMOOTH_DEFAULTS, TOKENIZERS, BleuConfig
 from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
+from .shown import shown
 
 PROG = "bleu-spark"
 _IMPORTED = time.time()
@@ -377,7 +378,7 @@ def format_table(scores: List[dict], group_cols) -> str:
     headers = [*group_cols, *(["grouping"] if several else []), "metric", "tokenize", "n_segments",
                "n_rejected", *(["95% CI"] if intervals else []), "score",
                *(["details"] if details else [])]
-    rows = [[*("" if r[c] is None else str(r[c]) for c in group_cols),
+    rows = [[*(shown(r[c]) for c in group_cols),
              *([r["grouping"] or "()"] if several else []), _metric_name(r),
              str(r["tokenize"] or "-"), str(r["n_segments"]), str(r["n_rejected"]),
              *([_interval(r)] if intervals else []),
@@ -412,13 +413,13 @@ def format_paired(paired: List[dict]) -> str:
     """One line per comparison, starred below 0.05 as the report does."""
     lines = []
     for row in paired:
-        where = ", ".join(f"{k}={v}" for k, v in row.items()
-                          if k not in views_paired_fields() and v is not None)
+        where = ", ".join(f"{k}={shown(v)}" for k, v in row.items()
+                          if k not in views_paired_fields())
         star = "*" if row["p_value"] < 0.05 else " "
         interval = (f"  [{row['delta_ci_low']:+.2f}, {row['delta_ci_high']:+.2f}]"
                     if row.get("delta_ci_low") is not None else "")
         metric = f"{row['metric']} " if row.get("metric") else ""
-        lines.append(f"{row['test']:9s} {where}  {metric}{row['system']} vs {row['baseline']}: "
+        lines.append(f"{row['test']:9s} {where}  {metric}{shown(row['system'])} vs {shown(row['baseline'])}: "
                      f"delta {row['delta']:+.2f}  p = {row['p_value']:.4f}{star}{interval}")
     return "\n".join(lines)
 

@@ -27,6 +27,7 @@ from ..errors import (EmptyInputError, InvalidRowsError, MissingColumnError, Spa
                       UsageError)
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..rows import HINTS
+from ..shown import shown
 from ..segments import SegmentsPlan
 from . import drilldown, inputs, io
 from .progress import Progress
@@ -319,7 +320,7 @@ class Measurement:
         warnings = []
         for row, n in zip(rows, expected):
             if n and row["n_segments"] < n:
-                group = ", ".join(f"{c}={row[c]}" for c in self.plan.group_cols)
+                group = ", ".join(f"{c}={shown(row[c])}" for c in self.plan.group_cols)
                 warnings.append(f"{group}: {row['n_segments']} of {n} segments scored "
                                 f"(coverage {100 * row['n_segments'] / n:.1f}%)")
         return list(dict.fromkeys(warnings))  # a group's metrics cover the same segments
