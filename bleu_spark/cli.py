@@ -255,15 +255,18 @@ def load_job_file(path: str) -> dict:
 
     try:
         with open(path, encoding="utf-8") as handle:
-            values = yaml.safe_load(handle) or {}
+            values = yaml.load(handle, Loader=_unique_key_loader()) or {}
     except OSError as exc:
         raise ConfigFileError(f"cannot read job file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"job file {path} is not valid YAML: {exc}".replace("\n", " ")) from None
     if not isinstance(values, dict):
         raise ConfigFileError(f"job file {path} must be a mapping of option: value")
-    values = {key.replace("-", "_") if isinstance(key, str) else key: value
-              for key, value in values.items()}
+    spelled = [key.replace("-", "_") if isinstance(key, str) else key for key in values]
+    twice = sorted({str(k) for k in spelled if spelled.count(k) > 1})
+    if twice:  # `group-by` and `group_by` both: which one was meant?
+        raise ConfigFileError(f"job file {path} sets {', '.join(twice)} more than once")
+    values = dict(zip(spelled, values.values()))
     unknown = sorted(set(values) - set(DEFAULTS), key=str)
     if unknown:
         raise ConfigFileError(f"job file {path} has unknown keys: {', '.join(map(str, unknown))}")
@@ -273,6 +276,23 @@ def load_job_file(path: str) -> dict:
     if wrong:
         raise ConfigFileError(f"job file {path}: {'; '.join(wrong)}")
     return {key: value for key, value in values.items() if value is not None}
+
+
+def _unique_key_loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """YAML's safe loader, refusing a key given twice (plain YAML keeps the last silently)."""
+
+        def construct_mapping(self, node, deep=False):
+            keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
+            twice = sorted({str(k) for k in keys if keys.count(k) > 1})
+            if twice:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {', '.join(twice)} given more than once", node.start_mark)
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
 
 
 def effective_settings(args: argparse.Namespace) -> dict:
