@@ -59,10 +59,13 @@ def target_language(langpair: Optional[str]) -> str:
 def _halves(pair: str) -> Optional[Tuple[str, str]]:
     """(source, target) of a pair written with `-` or `_` between them and between a language
     and its region or script (case as written); None when the split is ambiguous."""
-    for between, within in (("-", "_"), ("_", "-")):   # `en_US-ja_JP`: one `-`, the rest `_`
-        if pair.count(between) == 1 and within in pair:
-            source, target = pair.split(between)
-            return source, target
+    # Both separators (`en_US-ja_JP`, `en-ja_JP`): the one written once parts the pair, and
+    # when each is written once, the one whose target starts with a language code.
+    mixed = [tuple(pair.split(between)) for between, within in (("-", "_"), ("_", "-"))
+             if pair.count(between) == 1 and within in pair]
+    if mixed:
+        named = [m for m in mixed if _is_language(_SUBTAGS.split(m[1])[0])]
+        return (named or mixed)[0] if len(mixed) == 1 or len(named) == 1 else None
     parts = _SUBTAGS.split(pair)
     if len(parts) == 2:
         return parts[0], parts[1]

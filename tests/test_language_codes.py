@@ -19,7 +19,8 @@ SPELLINGS = [
     ("eng-jpn", "ja"), ("en-US-ja-JP", "ja"), ("en_US-ja_JP", "ja"), ("en-US_ja-JP", "ja"),
     ("en-ja-JP", "ja"), ("english-japanese", "ja"), ("en-zh-CN", "zh"), ("en_zh_Hans", "zh"),
     ("EN-ZH", "zh"), ("eng-zho", "zh"), ("en-cmn", "zh"), ("en-KO", "ko"), ("eng-kor", "ko"),
-    ("en-ko-KR", "ko"), (" en-ja ", "ja"), ("EN-KO-KR", None),
+    ("en-ko-KR", "ko"), (" en-ja ", "ja"), ("EN-KO-KR", None), ("en_zh-Hans", "zh"),
+    ("en-ja_JP", "ja"), ("en_US-ja", "ja"), ("en_ja-jp", "ja"),
     # the target is not Japanese / Chinese / Korean, however the source is spelled
     ("ja-en", "en"), ("JA-EN", "en"), ("ja-JP-en", "en"), ("zh-CN-en", "en"), ("jpn-eng", "eng"),
     ("en-de", "de"), ("en-kr", "kr"),   # kr is Kanuri, not Korea
