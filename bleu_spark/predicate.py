@@ -296,6 +296,36 @@ def _date(text: str) -> datetime.date:
     raise refuse("a date literal is not a YYYY-MM-DD date")
 
 
+def like_regex(pattern: str) -> str:
+    """A LIKE pattern as a Java regex that cannot backtrack for long. Spark's own LIKE becomes
+    `.*a.*a.*z`, whose backtracking takes O(n^k) on a value of n characters (`%a%a%a%a%z` on
+    300 characters: minutes; one more `%a`, hours). Here each part between two `%` is found at
+    its leftmost place and kept there (an atomic group), which is right because every part has a
+    fixed length (`_` is one character); the last part must end the value."""
+    parts, part, at = [], [], 0
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\":   # escapes %, _ or itself (`_plain_escapes`)
+            part.append(_regex_char(pattern[at + 1]))
+            at += 2
+            continue
+        if char == "%":
+            parts.append("".join(part))
+            part = []
+        else:
+            part.append("." if char == "_" else _regex_char(char))
+        at += 1
+    parts.append("".join(part))
+    if len(parts) == 1:
+        return f"(?s)^{parts[0]}\\z"   # \z: Java's $ also matches before a final newline
+    middle = "".join(f"(?>.*?{p})" for p in parts[1:-1] if p)
+    return f"(?s)^{parts[0]}{middle}.*{parts[-1]}\\z"
+
+
+def _regex_char(char: str) -> str:
+    return char if char.isascii() and char.isalnum() else f"\\x{{{ord(char):x}}}"
+
+
 def _not_allowed(node) -> UsageError:
     from sqlglot import exp
 
