@@ -161,7 +161,9 @@ def _resample_indices(n_segments: int, n_samples: int, seed: int) -> np.ndarray:
 
 def _resample_scores(metric, stats: np.ndarray, indices: np.ndarray) -> np.ndarray:
     """Scores of the float32 resample sums, one resample at a time. Each `(N, width)` slice has
-    the layout of sacrebleu's `stats_np[idxs][b]`, so `.sum(0)` adds in the same order."""
+    the layout of sacrebleu's `stats_np[idxs][b]`, so `.sum(0)` adds in the same order. The
+    array keeps the scores' own type: chrF's and TER's are float32 (their arithmetic on float32
+    sums stays float32), BLEU's Python floats."""
     stats32 = np.array(stats, dtype="float32")
     return np.array([metric._compute_score_from_stats(stats32[row].sum(0)).score
                      for row in indices])
@@ -190,11 +192,15 @@ def sacrebleu_resample_scores(stats, config, n_samples: int = DEFAULT_BOOTSTRAP_
 
 
 def sacrebleu_interval_of(score: float, scores: np.ndarray, seed: int) -> Interval:
-    """The interval sacrebleu prints from its resample scores: μ is `statistics.mean`."""
-    low, high = percentile_bounds(scores)
-    return Interval(score=score, mean=statistics.mean(scores.tolist()), low=low, high=high,
-                    halfwidth=0.5 * (high - low), n_samples=len(scores), seed=seed,
-                    method=SACREBLEU)
+    """The interval sacrebleu prints from its resample scores: its `estimate_ci` on the scores
+    as they are (for float32 ones, chrF and TER, `statistics.mean` rounds the mean to float32,
+    and the ± is a float32 difference halved)."""
+    ordered = np.sort(scores)
+    at = len(ordered) // 40
+    low, high = ordered[at], ordered[len(ordered) - at - 1]
+    return Interval(score=score, mean=float(statistics.mean(list(scores))), low=float(low),
+                    high=float(high), halfwidth=float(0.5 * (high - low)), n_samples=len(scores),
+                    seed=seed, method=SACREBLEU)
 
 
 def _check_paired(baseline: np.ndarray, system: np.ndarray) -> None:
@@ -512,12 +518,21 @@ class Resampling:
     def check_baseline(self, systems: Collection, shown: int = 5) -> None:
         """The baseline is one of the systems scored, else a paired test asked for gives nothing:
         one line naming it and a few that exist, before anything is written."""
-        if self.baseline is None or self.baseline in systems:
+        if self.baseline is None or self.baseline_of(systems) is not None:
             return
         names = sorted(map(str, systems))
         more = f", ... ({len(names)} in all)" if len(names) > shown else ""
         raise BaselineNotFoundError(f"--baseline {self.baseline!r} is in no comparison group; "
                                     f"systems scored: {', '.join(names[:shown]) or 'none'}{more}")
+
+    def baseline_of(self, systems: Collection):
+        """The system value `--baseline` names: the string itself, or, in a column of integers
+        (ids), the one value written so (`--baseline 3` names 3; `03` names none)."""
+        if self.baseline in systems:
+            return self.baseline
+        typed = [s for s in systems if s is not None and not isinstance(s, str)
+                 and str(s) == self.baseline]
+        return typed[0] if len(typed) == 1 else None
 
     @property
     def active(self) -> bool:

@@ -12,6 +12,7 @@ from typing import List, Optional
 from . import __version__
 from .config import AUTO, SMOOTH_DEFAULTS, TOKENIZERS, BleuConfig
 from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
+from .shown import shown
 
 PROG = "bleu-spark"
 _IMPORTED = time.time()
@@ -31,6 +32,7 @@ DEFAULTS = {
     "chrf_whitespace": False, "chrf_lowercase": False, "chrf_eps_smoothing": False,
     "ter_case_sensitive": False, "ter_normalized": False, "ter_no_punct": False,
     "ter_asian_support": False, "segments": False, "segments_columns": None,
+    "allow_empty_input": False,
 }
 
 
@@ -55,7 +57,7 @@ JOB_FILE_KINDS = {
     "chrf_beta": INTEGER, "chrf_whitespace": BOOLEAN, "chrf_lowercase": BOOLEAN,
     "chrf_eps_smoothing": BOOLEAN, "ter_case_sensitive": BOOLEAN, "ter_normalized": BOOLEAN,
     "ter_no_punct": BOOLEAN, "ter_asian_support": BOOLEAN, "segments": BOOLEAN,
-    "segments_columns": COLUMNS,
+    "segments_columns": COLUMNS, "allow_empty_input": BOOLEAN,
 }
 
 
@@ -87,6 +89,18 @@ def _yaml_type(value) -> str:
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit code 2, not argparse's usage dump
         raise UsageError(message)
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            from .metrics import REGISTRY
+
+            if getattr(parsed, "metrics", None) and all(e.lower() in REGISTRY for e in extra):
+                # sacrebleu's habit: `-m bleu chrf`
+                raise UsageError(f"--metrics takes one comma-separated list, not names apart: "
+                                 f"write --metrics {','.join([parsed.metrics, *extra])}")
+            self.error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
 
 
 def _csv(text: str) -> List[str]:
@@ -178,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "sentence score and statistics (docs/segments.md)")
     io.add_argument("--segments-columns", metavar="COLS", help="input columns the segments "
                     "table carries along, e.g. source,candidate,references,doc_id")
+    io.add_argument("--allow-empty-input", action=argparse.BooleanOptionalAction, default=None,
+                    help="an input with no rows is a result with no groups (exit 0), not exit 15")
     io.add_argument("--partition-by", metavar="COLS", help="write the output's tables as Hive "
                     "partitions of these input columns (e.g. run_date); a run replaces only its own")
     _add_showing(score)
@@ -242,15 +258,18 @@ def load_job_file(path: str) -> dict:
 
     try:
         with open(path, encoding="utf-8") as handle:
-            values = yaml.safe_load(handle) or {}
+            values = yaml.load(handle, Loader=_unique_key_loader()) or {}
     except OSError as exc:
         raise ConfigFileError(f"cannot read job file {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"job file {path} is not valid YAML: {exc}".replace("\n", " ")) from None
     if not isinstance(values, dict):
         raise ConfigFileError(f"job file {path} must be a mapping of option: value")
-    values = {key.replace("-", "_") if isinstance(key, str) else key: value
-              for key, value in values.items()}
+    spelled = [key.replace("-", "_") if isinstance(key, str) else key for key in values]
+    twice = sorted({str(k) for k in spelled if spelled.count(k) > 1})
+    if twice:  # `group-by` and `group_by` both: which one was meant?
+        raise ConfigFileError(f"job file {path} sets {', '.join(twice)} more than once")
+    values = dict(zip(spelled, values.values()))
     unknown = sorted(set(values) - set(DEFAULTS), key=str)
     if unknown:
         raise ConfigFileError(f"job file {path} has unknown keys: {', '.join(map(str, unknown))}")
@@ -260,6 +279,23 @@ def load_job_file(path: str) -> dict:
     if wrong:
         raise ConfigFileError(f"job file {path}: {'; '.join(wrong)}")
     return {key: value for key, value in values.items() if value is not None}
+
+
+def _unique_key_loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """YAML's safe loader, refusing a key given twice (plain YAML keeps the last silently)."""
+
+        def construct_mapping(self, node, deep=False):
+            keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
+            twice = sorted({str(k) for k in keys if keys.count(k) > 1})
+            if twice:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {', '.join(twice)} given more than once", node.start_mark)
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
 
 
 def effective_settings(args: argparse.Namespace) -> dict:
@@ -276,6 +312,28 @@ def effective_settings(args: argparse.Namespace) -> dict:
         if not settings[key]:
             raise UsageError(f"--{key} is required (on the command line or in the job file)")
     return settings
+
+
+# Options that only some metrics read, and which: given without one of them, they change nothing.
+BLEU_ONLY = ("lowercase", "smooth_method", "smooth_value", "effective_order", "weights",
+             "max_ngram_order")
+READERS = {**{key: ("bleu",) for key in BLEU_ONLY},
+           **{key: ("chrf", "chrf++") for key in DEFAULTS if key.startswith("chrf_")},
+           "chrf_word_order": ("chrf",),   # chrf++'s is always 2
+           **{key: ("ter",) for key in DEFAULTS if key.startswith("ter_")}}
+
+
+def unused_option_warnings(settings: dict) -> List[str]:
+    """A warning for each metric option set (from its default) while no metric that reads it is
+    measured: `--ter-normalized` with `--metrics bleu`, `--lowercase` with `--metrics ter`."""
+    from .metrics import parse_names
+
+    measured = set(parse_names(settings["metrics"]))
+    return [f"--{key.replace('_', '-')} is set but only {' or '.join(readers)} read"
+            f"{'s' if len(readers) == 1 else ''} it, and --metrics is {','.join(sorted(measured))}: "
+            f"it changes nothing"
+            for key, readers in READERS.items()
+            if settings[key] != DEFAULTS[key] and not measured & set(readers)]
 
 
 def job_options(settings: dict):
@@ -299,6 +357,8 @@ def job_options(settings: dict):
         report=bool(settings["report"]), config=config, resampling=resampling_options(settings),
         metrics=tuple(settings["metrics"]), segments=bool(settings["segments"]),
         segments_columns=tuple(settings["segments_columns"] or ()),
+        allow_empty_input=bool(settings["allow_empty_input"]),
+        warnings=tuple(unused_option_warnings(settings)),
         metric_settings=tuple((k, settings[k]) for k in DEFAULTS if k.startswith(("chrf_", "ter_"))))
 
 
@@ -344,7 +404,7 @@ def format_table(scores: List[dict], group_cols) -> str:
                "n_rejected", *(["95% CI"] if intervals else []),
                *(["rank (range)", "cluster"] if ranked else []), "score",
                *(["details"] if details else [])]
-    rows = [[*("" if r[c] is None else str(r[c]) for c in group_cols),
+    rows = [[*(shown(r[c]) for c in group_cols),
              *([r["grouping"] or "()"] if several else []), _metric_name(r),
              str(r["tokenize"] or "-"), str(r["n_segments"]), str(r["n_rejected"]),
              *([_interval(r)] if intervals else []), *(_rank(r) if ranked else []),
@@ -385,13 +445,13 @@ def format_paired(paired: List[dict]) -> str:
     """One line per comparison, starred below 0.05 as the report does."""
     lines = []
     for row in paired:
-        where = ", ".join(f"{k}={v}" for k, v in row.items()
-                          if k not in views_paired_fields() and v is not None)
+        where = ", ".join(f"{k}={shown(v)}" for k, v in row.items()
+                          if k not in views_paired_fields())
         star = "*" if row["p_value"] < 0.05 else " "
         interval = (f"  [{row['delta_ci_low']:+.2f}, {row['delta_ci_high']:+.2f}]"
                     if row.get("delta_ci_low") is not None else "")
         metric = f"{row['metric']} " if row.get("metric") else ""
-        lines.append(f"{row['test']:9s} {where}  {metric}{row['system']} vs {row['baseline']}: "
+        lines.append(f"{row['test']:9s} {where}  {metric}{shown(row['system'])} vs {shown(row['baseline'])}: "
                      f"delta {row['delta']:+.2f}  p = {row['p_value']:.4f}{star}{interval}")
     return "\n".join(lines)
 
@@ -420,6 +480,9 @@ def run_score(args: argparse.Namespace) -> int:
     rows = result.run["rows"]
     _print_scores(result, f"rows: read {rows['read']}, scored {rows['scored']}, "
                           f"rejected {rows['rejected']}")
+    if result.run.get("tokenizers"):  # --tokenize auto: the tokenizer each pair, as written, got
+        print("tokenizers: " + ", ".join(f"{pair!r} {name}" for pair, name
+                                         in result.run["tokenizers"].items()))
     _print_warnings(result.run["warnings"])
     if result.run["unmatched_reference_segments"]:
         print(f"{PROG}: note: {result.run['unmatched_reference_segments']} reference segments "

@@ -73,6 +73,19 @@ class BaselineNotFoundError(BleuSparkError):
     exit_code = 14
 
 
+class EmptyInputError(BleuSparkError):
+    """The input holds no row: a feed that delivered nothing would otherwise look like a
+    successful run (allowed with --allow-empty-input)."""
+    exit_code = 15
+
+
+class ForeignFileError(BleuSparkError):
+    """A commit journal or marker in the output that this job did not write as it is (another
+    shape, or naming a path outside the output, or a symbolic link where the job makes folders):
+    nothing is moved or removed on its word."""
+    exit_code = 16
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: the run stops, cleans its staging folder and exits with
     128 + the signal number (130, 143). A BaseException, so no `except Exception` swallows it."""

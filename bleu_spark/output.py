@@ -23,6 +23,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import threading
 import urllib.parse
 import uuid
@@ -33,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .errors import OutputError, UsageError
+from .errors import ForeignFileError, OutputError, UsageError
 
 MARKER = "_bleu_spark.json"
 SUCCESS = "_SUCCESS"
@@ -45,6 +46,8 @@ JOURNAL = "_commit.json"
 STALE_AFTER_S = 24 * 3600      # a staging folder this old is a leftover, whoever owned it
 RUNS = "runs"
 TABLES = ("stats", "scores", "dashboard", "paired", "rejected", "segments")
+# A run id as `new_run_id` makes it (tests name theirs too): never a '/' or a '.'.
+RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")
 OUTPUT_FORMAT = "bleu-spark output"
 # Partition values become folder names: types whose text form is unambiguous.
 PARTITION_TYPES = {"string": pa.string(), "large_string": pa.string(), "int8": pa.int8(),
@@ -186,7 +189,30 @@ def read_marker(fs, path: str) -> Optional[dict]:
             marker = json.loads(stream.read())
     except (OSError, ValueError):
         return None
-    return marker if isinstance(marker, dict) and marker.get("format") == OUTPUT_FORMAT else None
+    if not (isinstance(marker, dict) and marker.get("format") == OUTPUT_FORMAT):
+        return None
+    return _checked_marker(f"{path}/{MARKER}", marker)
+
+
+def _checked_marker(file: str, marker: dict) -> dict:
+    """A marker's partition columns name folders every reader and writer opens: they must be
+    names this job writes (`check_partition_names`), their types a mapping."""
+    columns, types = marker.get("partition_by") or [], marker.get("partition_types") or {}
+    if not (isinstance(columns, list) and all(isinstance(c, str) for c in columns)
+            and isinstance(types, dict)):
+        raise _foreign(file, "has partition_by or partition_types of another shape",
+                       "restore the file or remove the folder")
+    try:
+        check_partition_names(columns)
+    except UsageError:
+        raise _foreign(file, f"names partition columns {columns!r} that cannot be folder keys",
+                       "restore the file or remove the folder") from None
+    return marker
+
+
+def _foreign(file: str, what: str, todo: str) -> ForeignFileError:
+    return ForeignFileError(f"{file} {what}: this job never writes it so, and moved or removed "
+                            f"nothing on its word; {todo}")
 
 
 class _Output:
@@ -299,7 +325,7 @@ class _Output:
             entries = self.fs.get_file_info(pafs.FileSelector(folder))
         except OSError:
             return []
-        return [e.path for e in entries
+        return [_not_a_link(self.fs, e.path) for e in entries
                 if e.type == pafs.FileType.Directory and e.base_name.startswith(prefix)]
 
     def _staging_place(self):
@@ -380,7 +406,7 @@ class WholeOutput(_Output):
             raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
 
     def _finish(self, journal: dict) -> None:
-        _replay_whole(self.fs, self.path, self.staging, journal["retired"])
+        _replay_whole(self.fs, self.path, self.staging, _retired(self.path, journal, self.staging))
 
     def _undo(self) -> None:
         """A move that failed in this live process: the previous DIR put back, the journal
@@ -440,7 +466,8 @@ class PartitionedOutput(_Output):
 
     def _finish(self, journal: dict) -> None:
         with _locked(self.fs, self.path):
-            _replay_partitioned(self.fs, self.path, self.staging, journal)
+            _replay_partitioned(self.fs, self.path, self.staging,
+                                _checked_swaps(self.fs, self.path, self.staging, journal))
 
     def _journal(self, run: dict, partitions: Sequence[str]) -> dict:
         """Every (table, partition) to swap, whether this run staged it (if not, the old one is
@@ -460,12 +487,81 @@ def _exists(fs, path: str) -> bool:
 
 
 def _read_journal(fs, folder: str) -> Optional[dict]:
+    """The journal of a staging folder (or of DIR, for a whole commit between its moves), None
+    when there is none. One of another shape is refused: every path it names would be moved or
+    removed by whoever replays it."""
+    file = f"{folder}/{JOURNAL}"
     try:
-        with fs.open_input_stream(f"{folder}/{JOURNAL}") as stream:
-            journal = json.loads(stream.read())
-    except (OSError, ValueError):
+        with fs.open_input_stream(file) as stream:
+            data = stream.read()
+    except OSError:
         return None
-    return journal if isinstance(journal, dict) else None
+    try:
+        journal = json.loads(data)
+    except ValueError:
+        journal = None
+    if not isinstance(journal, dict):
+        raise _journal_refused(file, "is not a JSON mapping")
+    run_id, owner = journal.get("run_id"), journal.get("owner")
+    if not (isinstance(run_id, str) and RUN_ID.fullmatch(run_id) and isinstance(owner, dict)):
+        raise _journal_refused(file, "has no run_id of this job's form or no owner mapping")
+    return journal
+
+
+def _journal_refused(file: str, what: str) -> ForeignFileError:
+    return _foreign(file, what, f"if no run is writing the output, remove "
+                                f"{os.path.dirname(file)}/{JOURNAL} by hand (its staging folder "
+                                f"then goes as a leftover) and run again")
+
+
+def _retired(path: str, journal: dict, folder: str) -> str:
+    """Where a whole commit's journal retires DIR to: always `.DIR.old-<run_id>` beside it."""
+    parent, name = os.path.split(path)
+    expected = f"{parent}/.{name}.old-{journal['run_id']}"
+    if journal.get("retired") != expected:
+        raise _journal_refused(f"{folder}/{JOURNAL}", f"names {journal.get('retired')!r} to move "
+                                                      f"DIR to, not {expected}")
+    return expected
+
+
+def _checked_swaps(fs, root: str, staging: str, journal: dict) -> dict:
+    """A partitioned commit's journal: every folder and file it names is inside DIR (and the
+    staging folder), resolved with symbolic links followed on a local disk."""
+    file = f"{staging}/{JOURNAL}"
+    swaps, files = journal.get("swaps"), journal.get("files")
+    if not (isinstance(swaps, list) and isinstance(files, list)
+            and all(isinstance(s, list) and len(s) == 3 and s[0] in TABLES
+                    and isinstance(s[1], str) and isinstance(s[2], bool) for s in swaps)
+            and all(isinstance(f, str) for f in files)):
+        raise _journal_refused(file, "has swaps or files of another shape")
+    for table, partition, _ in swaps:
+        for base, relative in ((root, f"{table}/{partition}"), (staging, f"{table}/{partition}"),
+                               (staging, f".replaced/{table}/{partition}")):
+            _confined(fs, base, relative, file)
+    for name in files:
+        _confined(fs, root, name, file)
+        _confined(fs, staging, name, file)
+    return journal
+
+
+def _confined(fs, base: str, relative: str, file: str) -> None:
+    parts = relative.split("/")
+    if relative.startswith("/") or "\\" in relative or any(p in ("", ".", "..") for p in parts):
+        raise _journal_refused(file, f"names {relative!r}, a path outside {base}")
+    if isinstance(fs, pafs.LocalFileSystem):
+        real_base = os.path.realpath(base)
+        if not os.path.realpath(f"{base}/{relative}").startswith(real_base + os.sep):
+            raise _journal_refused(file, f"names {relative!r}, which a symbolic link leads "
+                                         f"outside {base}")
+
+
+def _not_a_link(fs, path: str) -> str:
+    """A folder this job makes beside or in DIR (staging, retired): a symbolic link there is
+    someone else's, and deleting through it would delete where it points."""
+    if isinstance(fs, pafs.LocalFileSystem) and os.path.islink(path):
+        raise _foreign(path, "is a symbolic link", "remove the link (not what it points to) "
+                                                   "and run again")
+    return path
 
 
 def _write_journal(fs, staging: str, journal: dict) -> None:
@@ -568,15 +664,15 @@ def _listing(fs, folder: str, prefix: str) -> list:
 
 def _journaled_stagings(fs, path: str) -> list:
     return [(p, j) for p in _listing(fs, path, ".staging-")
-            if (j := _read_journal(fs, p)) is not None]
+            if (j := _read_journal(fs, _not_a_link(fs, p))) is not None]
 
 
 def _recover_partitioned(fs, path: str, held: bool) -> None:
     """Under the lock no other commit is running, so every journal found is a dead run's; with no
     lock (object stores), only those whose owner is gone are replayed."""
     for staging, journal in _journaled_stagings(fs, path):
-        if held or _owner_gone(journal.get("owner", {})):
-            _replay_partitioned(fs, path, staging, journal)
+        if held or _owner_gone(journal["owner"]):
+            _replay_partitioned(fs, path, staging, _checked_swaps(fs, path, staging, journal))
 
 
 def _recover_whole(fs, path: str) -> None:
@@ -585,11 +681,12 @@ def _recover_whole(fs, path: str) -> None:
     parent, name = os.path.split(path)
     for staging in _beside(fs, path, "staging"):
         journal = _read_journal(fs, staging)
-        if journal is not None and _owner_gone(journal.get("owner", {})):
-            _replay_whole(fs, path, staging, journal["retired"])
+        if journal is not None and _owner_gone(journal["owner"]):
+            _replay_whole(fs, path, staging, _retired(path, journal, staging))
     moved_in = _read_journal(fs, path)
-    if moved_in is not None and _owner_gone(moved_in.get("owner", {})):
-        _replay_whole(fs, path, f"{parent}/.{name}.staging-{moved_in['run_id']}", moved_in["retired"])
+    if moved_in is not None and _owner_gone(moved_in["owner"]):
+        _replay_whole(fs, path, f"{parent}/.{name}.staging-{moved_in['run_id']}",
+                      _retired(path, moved_in, path))
     for retired in _beside(fs, path, "old"):
         run_id = retired[len(f"{parent}/.{name}.old-"):]
         live = _read_journal(fs, f"{parent}/.{name}.staging-{run_id}") is not None \
@@ -610,7 +707,8 @@ def _beside(fs, path: str, kind: str) -> list:
     named `DIR.staging-x` (say) are not taken for this one's."""
     parent, name = os.path.split(path)
     prefix = f".{name}.{kind}-"
-    return [p for p in _listing(fs, parent, prefix) if "." not in os.path.basename(p)[len(prefix):]]
+    return [_not_a_link(fs, p) for p in _listing(fs, parent, prefix)
+            if "." not in os.path.basename(p)[len(prefix):]]
 
 
 def _was_result(fs, folder: str) -> bool:
@@ -643,7 +741,14 @@ def _locked(fs, path: str):
         return
     import fcntl
 
-    with open(os.path.join(path, ".lock"), "a") as handle:
+    try:  # never through a link: opening one would create or touch a file where it points
+        descriptor = os.open(os.path.join(path, ".lock"), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if os.path.islink(os.path.join(path, ".lock")):
+            raise _foreign(os.path.join(path, ".lock"), "is a symbolic link",
+                           "remove the link (not what it points to) and run again") from None
+        raise
+    with os.fdopen(descriptor, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         held[path] = 1
         try:

@@ -10,10 +10,10 @@ is null is dropped, as by a WHERE clause.
 from __future__ import annotations
 
 import datetime
+import math
 import operator
 import re
 from dataclasses import dataclass, replace
-from functools import reduce
 from typing import Any, Mapping, Sequence, Tuple
 
 import pyarrow as pa
@@ -29,6 +29,15 @@ OPERATORS = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operat
              ">": operator.gt, ">=": operator.ge}
 _FLIPPED = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+# What a filter may hold. The parser and the tree walks recurse once per nesting level and per
+# AND/OR term, and pyarrow evaluates an expression tree recursively in C++: past these a filter
+# (which a dashboard back end may build from user input) would end in a RecursionError or crash
+# the process. Each is far past what a person writes.
+MAX_NESTING = 16        # parentheses open at once; NOTs in a row
+MAX_TERMS = 200         # conditions joined by AND / OR
+MAX_IN_VALUES = 10_000  # values of one IN list
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
 
 # The tree. Operands of comparisons are columns or literals; NOT x IN / BETWEEN / LIKE / IS NULL
@@ -112,7 +121,10 @@ def parse(text: str) -> Predicate:
     try:
         tokens = dialect.tokenize(text)
         _check_tokens(tokens)
+        _check_bounds(tokens)
         statements = dialect.parser().parse(tokens, text)
+    except RecursionError:   # a backstop: the bounds above keep well inside Python's stack
+        raise refuse(f"it nests too deeply (at most {MAX_NESTING} levels)") from None
     except (ParseError, TokenError) as exc:
         # sqlglot's own message quotes the text around the error: give the place alone.
         first = (getattr(exc, "errors", None) or [{}])[0]
@@ -141,6 +153,29 @@ def _check_tokens(tokens) -> None:
             name = token.text.lower()
             raise refuse("casts are not allowed" if name in ("cast", "try_cast", "safe_cast")
                          else f"function calls are not allowed ({name})")
+
+
+def _check_bounds(tokens) -> None:
+    """Nesting and AND/OR terms bounded before sqlglot parses (its parser recurses on both)."""
+    from sqlglot.tokens import TokenType
+
+    depth = deepest = nots = most_nots = joins = betweens = 0
+    for token in tokens:
+        kind = token.token_type
+        depth += (kind == TokenType.L_PAREN) - (kind == TokenType.R_PAREN)
+        deepest = max(deepest, depth)
+        nots = nots + 1 if kind == TokenType.NOT else 0
+        most_nots = max(most_nots, nots)
+        joins += kind in (TokenType.AND, TokenType.OR)
+        betweens += kind == TokenType.BETWEEN
+    if deepest > MAX_NESTING:
+        raise refuse(f"it nests parentheses {deepest} deep (at most {MAX_NESTING})")
+    if most_nots > MAX_NESTING:
+        raise refuse(f"it has {most_nots} NOTs in a row (at most {MAX_NESTING})")
+    terms = joins - betweens + 1   # BETWEEN's AND joins no conditions
+    if terms > MAX_TERMS:
+        raise refuse(f"it joins {terms} conditions with AND / OR (at most {MAX_TERMS}; "
+                     f"IN (...) takes many values of one column)")
 
 
 def _condition(node):
@@ -182,6 +217,8 @@ def _in(node) -> In:
     values = node.expressions
     if not values:
         raise refuse("IN needs at least one value")
+    if len(values) > MAX_IN_VALUES:
+        raise refuse(f"an IN list has {len(values)} values (at most {MAX_IN_VALUES})")
     return In(_operand(node.this),
               tuple(_literal(v.this if isinstance(v, exp.Paren) else v) for v in values))
 
@@ -259,6 +296,36 @@ def _date(text: str) -> datetime.date:
     raise refuse("a date literal is not a YYYY-MM-DD date")
 
 
+def like_regex(pattern: str) -> str:
+    """A LIKE pattern as a Java regex that cannot backtrack for long. Spark's own LIKE becomes
+    `.*a.*a.*z`, whose backtracking takes O(n^k) on a value of n characters (`%a%a%a%a%z` on
+    300 characters: minutes; one more `%a`, hours). Here each part between two `%` is found at
+    its leftmost place and kept there (an atomic group), which is right because every part has a
+    fixed length (`_` is one character); the last part must end the value."""
+    parts, part, at = [], [], 0
+    while at < len(pattern):
+        char = pattern[at]
+        if char == "\\":   # escapes %, _ or itself (`_plain_escapes`)
+            part.append(_regex_char(pattern[at + 1]))
+            at += 2
+            continue
+        if char == "%":
+            parts.append("".join(part))
+            part = []
+        else:
+            part.append("." if char == "_" else _regex_char(char))
+        at += 1
+    parts.append("".join(part))
+    if len(parts) == 1:
+        return f"(?s)^{parts[0]}\\z"   # \z: Java's $ also matches before a final newline
+    middle = "".join(f"(?>.*?{p})" for p in parts[1:-1] if p)
+    return f"(?s)^{parts[0]}{middle}.*{parts[-1]}\\z"
+
+
+def _regex_char(char: str) -> str:
+    return char if char.isascii() and char.isalnum() else f"\\x{{{ord(char):x}}}"
+
+
 def _not_allowed(node) -> UsageError:
     from sqlglot import exp
 
@@ -323,19 +390,64 @@ def _bound(tree, kinds):
             tree = Compare(_FLIPPED[tree.op], tree.right, tree.left)
         if not isinstance(tree.left, Col):
             raise refuse("a comparison needs a column on one side")
-        return replace(tree, right=_typed(tree.left, tree.right, kinds))
+        return _integral(replace(tree, right=_typed(tree.left, tree.right, kinds)))
     if isinstance(tree, Between):
         operand = _needs_column(tree.operand, "BETWEEN")
-        return Between(operand, _typed(operand, tree.low, kinds), _typed(operand, tree.high, kinds))
+        low, high = _typed(operand, tree.low, kinds), _typed(operand, tree.high, kinds)
+        if isinstance(low.value, float) or isinstance(high.value, float):   # as x >= a AND x <= b
+            return Logic("and", _integral(Compare(">=", operand, low)),
+                         _integral(Compare("<=", operand, high)))
+        return Between(operand, low, high)
     if isinstance(tree, In):
         operand = _needs_column(tree.operand, "IN")
-        return In(operand, tuple(_typed(operand, v, kinds) for v in tree.values))
+        return _integral_in(In(operand, tuple(_typed(operand, v, kinds) for v in tree.values)))
     if isinstance(tree, Like):
         operand = _needs_column(tree.operand, "LIKE")
         if kinds[operand.name] != "string":
             raise _mismatch(operand, kinds, "a LIKE pattern")
         return tree
     raise AssertionError(tree)
+
+
+def _integral(compare: Compare):
+    """An integer column compared with a decimal literal (`batch > 1.5`, `batch = 1.0`) as the
+    same comparison with integers, SQL's meaning: both engines then compare integers with
+    integers (pyarrow's dataset filter cannot cast 1.5 to an integer column; Spark would compare
+    in doubles), and a null row stays null."""
+    value = compare.right.value
+    if not isinstance(value, float):
+        return compare
+    column, op = compare.left, compare.op
+    if value > INT64_MAX or value < INT64_MIN:   # past every value of the column
+        above = value > 0
+        always = op in (("<", "<=", "<>") if above else (">", ">=", "<>"))
+        return _true_unless_null(column) if always else _false_unless_null(column)
+    floor, ceil = math.floor(value), math.ceil(value)
+    if floor == ceil:
+        return Compare(op, column, Lit(floor))
+    if op in ("=", "<>"):   # no integer equals 1.5
+        return _false_unless_null(column) if op == "=" else _true_unless_null(column)
+    bound = {">": floor, ">=": ceil, "<": ceil, "<=": floor}[op]
+    return Compare(op, column, Lit(bound))
+
+
+def _false_unless_null(column: Col):
+    """False for every value of an integer column, null for a null: `x > 0 AND x < 0`."""
+    return Logic("and", Compare(">", column, Lit(0)), Compare("<", column, Lit(0)))
+
+
+def _true_unless_null(column: Col):
+    return Not(_false_unless_null(column))
+
+
+def _integral_in(tree: In):
+    """`x IN (1.0, 1.5)` on an integer column: 1.0 is 1, and 1.5 matches nothing."""
+    if not any(isinstance(v.value, float) for v in tree.values):
+        return tree
+    kept = [Lit(int(v.value)) if isinstance(v.value, float) else v for v in tree.values
+            if not isinstance(v.value, float) or (v.value.is_integer()
+                                                  and INT64_MIN <= v.value <= INT64_MAX)]
+    return In(tree.operand, tuple(kept)) if kept else _false_unless_null(tree.operand)
 
 
 def _needs_column(operand, form: str) -> Col:
@@ -465,8 +577,17 @@ class ArrowEngine:
         return pc.match_like(operand, pattern=pattern)
 
     def isin(self, operand, values):
-        # SQL's definition, x = a OR x = b: null for a null x, and no cast of the value list.
-        return reduce(self.or_, (self.compare("=", operand, self.literal(v)) for v in values))
+        # One set lookup: pyarrow simplifies a chain of 10,000 ORs (balanced or not) into a
+        # crash. The column is cast to the literals' type (a widening: int64, string, date32,
+        # bool), never the list to the column's. is_in gives false for a null x where SQL gives
+        # null: `x <> x` is false for every value and null for a null.
+        value_set = pa.array(values, _SET_TYPES[type(values[0])])
+        found = pc.is_in(operand.cast(value_set.type), value_set=value_set)
+        return self.or_(found, self.compare("<>", operand, operand))
+
+
+# The type of an IN list's values on pyarrow, by the type of its (bound) literals.
+_SET_TYPES = {int: pa.int64(), str: pa.string(), bool: pa.bool_(), datetime.date: pa.date32()}
 
 
 def to_arrow(predicate: Predicate) -> pc.Expression:

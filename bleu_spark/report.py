@@ -19,12 +19,13 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from .metrics import DEFAULT, REGISTRY, order_of
+from .shown import JOINER, NULL, shown
 
 __all__ = ["render_report", "interpretation", "TOP"]
 
 LANGPAIR = "langpair"
 SYSTEM = "system"  # the group column paired tests name their systems and baselines by
-MISSING = "—"  # shown for a value that is absent (no score, no coverage, no group value)
+MISSING = NULL  # shown for a value that is absent (no score, no coverage, no group value)
 SIGNIFICANCE = 0.05  # paired tests: p below this gets a star
 TOP = 20           # systems shown per section and in the overview; the rest are folded
 BAR_HEIGHT_PX = 30
@@ -156,11 +157,13 @@ class Section:
 
 
 def _text(value: Any) -> str:
-    return MISSING if value is None else str(value)
+    return shown(value)
 
 
 def _label(values: Dict[str, Any], columns: Sequence[str]) -> str:
-    return " · ".join(_text(values[c]) for c in columns) if columns else "all"
+    """A group's name on the page, and its key there (bars, matrix rows, drill-down): one per
+    group, as `shown` writes each value once."""
+    return JOINER.join(_text(values[c]) for c in columns) if columns else "all"
 
 
 def _label_columns(group_cols: Sequence[str], by_langpair: bool) -> List[str]:
@@ -334,7 +337,8 @@ def _attach_paired(sections: List[Section], group_cols: Sequence[str], paired: O
         section.paired = _paired_rows(mine)
         baselines = {r.get("baseline") for r in mine} - {None}
         for group in section.groups:
-            group.baseline = group.values.get(SYSTEM) in baselines
+            system = group.values.get(SYSTEM)
+            group.baseline = system is not None and str(system) in baselines  # "3" names 3
 
 
 # ---- segments (--segments): per group the worst, and the losses against the baseline ----

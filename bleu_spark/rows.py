@@ -1,6 +1,7 @@
 """Row-level checks: why a row cannot be scored, as a stable reason code, for whole arrays."""
 from __future__ import annotations
 
+import json
 from typing import Optional, Tuple
 
 import numpy as np
@@ -14,6 +15,7 @@ AMBIGUOUS_REFERENCE = "ambiguous_reference"  # the join key matches several arra
 DUPLICATE_SEGMENT = "duplicate_segment"    # a (group, segment key) seen more than once
 INVALID_UTF8 = "invalid_utf8"              # the candidate or a reference is not valid UTF-8
 UNMATCHED_REFERENCE = "unmatched_reference"  # a reference row no candidate uses (reported only)
+JSON_LIST_REFERENCE = "json_list_reference"  # a reference string that is a JSON list of strings
 
 REASONS = {
     NULL_CANDIDATE: "the candidate is null",
@@ -23,7 +25,19 @@ REASONS = {
     DUPLICATE_SEGMENT: "the same (group, segment key) appears more than once (every copy is rejected)",
     INVALID_UTF8: "the candidate or one of its references holds bytes that are not valid UTF-8",
     UNMATCHED_REFERENCE: "a references-table row that no candidate matched (not an error)",
+    JSON_LIST_REFERENCE: "a reference is a JSON list of strings held in a string",
 }
+# What to do about a reason, said once in the message that stops a run.
+HINTS = {
+    JSON_LIST_REFERENCE: "references held as JSON text ('[\"Die Katze ...\"]') are not lists: "
+                         "scored as they are, the brackets and quotes would count as words; write "
+                         "them as an array<string> column (Spark: from_json(reference, "
+                         "'array<string>'); pyarrow: pa.array([json.loads(v) for v in column])) "
+                         "and pass it as --references-col",
+}
+# A string that may be a JSON list (confirmed by json.loads): brackets around, and inside
+# nothing, or a first element that is a string or null.
+_JSON_LIST = r'(?s)^\s*\[\s*(\]|"|null)(.*\])?\s*$'
 
 
 def scored_segments(hypotheses, references):
@@ -71,6 +85,20 @@ def invalid_utf8(strings: pa.Array) -> Optional[np.ndarray]:
     return np.array([bad(v) for v in strings.cast(pa.binary()).to_pylist()], bool)
 
 
+def json_lists(strings: pa.Array) -> np.ndarray:
+    """Per element, True where a string is a JSON list of strings (or nulls): references logged
+    as JSON text. Confirmed by json.loads on the few that look like one."""
+    found = np.zeros(len(strings), bool)
+    looks = pc.fill_null(pc.match_substring_regex(strings, _JSON_LIST), False)
+    for at in np.flatnonzero(looks.to_numpy(zero_copy_only=False)):
+        try:
+            value = json.loads(strings[int(at)].as_py())
+        except ValueError:
+            continue
+        found[at] = isinstance(value, list) and all(v is None or isinstance(v, str) for v in value)
+    return found
+
+
 def rejection_reasons(candidates: pa.Array, references: pa.Array,
                       found: Optional[pa.Array] = None) -> pa.Array:
     """Per row, the reason it cannot be scored, or null. `found`: reasons already found by
@@ -83,9 +111,16 @@ def rejection_reasons(candidates: pa.Array, references: pa.Array,
     if bad_candidates is not None:
         invalid |= bad_candidates
     bad_references = invalid_utf8(flat)
-    if bad_references is not None:
+    json_list = np.zeros(len(candidates), bool)
+    if bad_references is None:
+        json_list[row[json_lists(flat)]] = True
+    else:  # text that is not UTF-8 is not JSON either
         invalid[row[bad_references]] = True
+        valid = ~bad_references
+        json_list[row[valid][json_lists(flat.filter(pa.array(valid)))]] = True
     reasons = pc.if_else(pc.is_null(candidates), pa.scalar(NULL_CANDIDATE),
                          pc.if_else(no_reference, pa.scalar(NO_REFERENCE),
-                                    pc.if_else(pa.array(invalid), pa.scalar(INVALID_UTF8), none)))
+                                    pc.if_else(pa.array(invalid), pa.scalar(INVALID_UTF8),
+                                               pc.if_else(pa.array(json_list),
+                                                          pa.scalar(JSON_LIST_REFERENCE), none))))
     return reasons if found is None else pc.coalesce(found, reasons)

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import sacrebleu
 
 from . import metrics, output, predicate
-from .errors import IncompatibleStatisticsError, InputNotFoundError
+from .errors import IncompatibleStatisticsError, InputNotFoundError, UsageError
 from .predicate import Predicate
 
 FORMAT_VERSION = 2
@@ -312,11 +312,25 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
         schema = pa.unify_schemas([dataset.schema, *(f.physical_schema for f in dataset.get_fragments())])
         _check_columns(path, schema.names)
         rows = None if where is None else predicate.to_arrow(bound(where, schema))
-        table = ds.dataset(root, schema=schema, filesystem=fs, format="parquet",
-                           partitioning=partitioning).to_table(filter=rows)
+        dataset = ds.dataset(root, schema=schema, filesystem=fs, format="parquet",
+                             partitioning=partitioning)
+        table = _scanner(dataset, rows, where).to_table()
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"statistics at {path} are not readable Parquet: {exc}") from None
     return upgraded(table)
+
+
+def _scanner(dataset, rows, where: Optional[Predicate]):
+    """The scan of `dataset` through the filter. pyarrow binds the filter to the columns here,
+    before reading: a filter it cannot evaluate is said to be the filter, not the files."""
+    try:
+        return dataset.scanner(filter=rows)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        if rows is None:
+            raise
+        raise UsageError(f"bad --where predicate {where.text!r}: pyarrow cannot evaluate it on "
+                         f"these statistics ({exc}); --engine spark evaluates the same filter"
+                         .replace("\n", " ")) from None
 
 
 # Every statistics table has these; format 1 lacked the fingerprint and the packed sums.

@@ -293,14 +293,15 @@ def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig
     ordered = sorted(by_comparison.items(), key=lambda kv: (str(kv[0][:-1]), metrics.order_of(kv[0][-1])))
     for (*comparison, metric), systems in ordered:
         where = dict(zip(others, comparison))
-        base = systems.get(resampling.baseline)
+        baseline = resampling.baseline_of(systems)
+        base = systems.get(baseline) if baseline is not None else None
         if base is None:
             warnings.append(f"no baseline {resampling.baseline!r} in "
                             f"{', '.join(f'{k}={v}' for k, v in where.items()) or 'the table'}: "
                             f"no paired tests there")
             continue
         for system, row in sorted(systems.items(), key=lambda kv: str(kv[0])):
-            if system == resampling.baseline:
+            if system == baseline:
                 continue
             tests = _paired(base, row, sums, config, resampling, segments, grouping_set)
             results += [{**where, "metric": metric, "system": system,
@@ -358,7 +359,10 @@ def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
 
 def paired_table(rows: List[dict], fields: Sequence[pa.Field]) -> pa.Table:
     columns = {f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in fields}
-    columns.update({c: pa.array([r.get(c) for r in rows], t) for c, t in PAIRED_TYPES.items()})
+    # `system` and `baseline` are text whatever the system column's type (integer ids too)
+    text = lambda v: v if v is None or isinstance(v, str) else str(v)
+    columns.update({c: pa.array([text(r.get(c)) if t == pa.string() else r.get(c) for r in rows], t)
+                    for c, t in PAIRED_TYPES.items()})
     columns["method"] = pa.array([r.get("method") for r in rows], pa.string())
     return pa.table(columns)
 

@@ -864,3 +864,18 @@ def test_a_baseline_in_no_comparison_group_is_exit_14_and_nothing_is_written(spa
     assert not (tmp_path / "agg").exists()
     assert main([*aggregate, "--baseline", "B"]) == 0
     assert capsys.readouterr().err == "bleu-spark: warning: no baseline 'B' in langpair=en-de: no paired tests there\n"
+
+
+# --- a job-file key given twice --------------------------------------------------------------
+
+@pytest.mark.parametrize("lines,named", [
+    ("lowercase: true\nlowercase: false\n", "key lowercase given more than once"),
+    ("group-by: system\ngroup_by: langpair\n", "sets group_by more than once"),
+    ("metrics: bleu\nreport: true\nmetrics: ter\n", "key metrics given more than once"),
+])
+def test_a_job_file_key_given_twice_is_exit_9_not_the_last_one_silently(tmp_path, capsys, lines, named):
+    job = tmp_path / "job.yaml"
+    job.write_text(f"input: in.parquet\noutput: {tmp_path / 'out'}\n{lines}")
+    assert main(["score", "--config", str(job)]) == ConfigFileError.exit_code == 9
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err and not (tmp_path / "out").exists()

@@ -493,3 +493,24 @@ def test_grouping_sets_of_every_metric_equal_separate_runs(spark, tmp_path):
         assert mine.keys() == alone.keys() and {k[0] for k in mine} == {"bleu", "chrf", "ter"}
         for k, row in mine.items():
             assert (row["score"], row["signature"]) == (alone[k]["score"], alone[k]["signature"]), k
+
+
+@pytest.mark.parametrize("name", ["chrf", "chrf++", "ter"])
+@pytest.mark.parametrize("seed,n_samples,rows", [(7, 200, 300), (12345, 1000, 120), (3, 41, 57)])
+def test_sacrebleu_replay_of_chrf_and_ter_intervals_is_exact(name, seed, n_samples, rows, monkeypatch):
+    """sacrebleu keeps chrF's and TER's resample scores in float32, its mean and ± included: the
+    replay's μ, ± and bounds equal sacrebleu's exactly, not to 1e-6."""
+    from bleu_spark import bootstrap
+
+    table = pq.read_table(SAMPLE)
+    table = table.filter(pc.equal(table["langpair"], "en-de"))
+    table = table.filter(pc.equal(table["system"], table["system"][1])).slice(0, rows)
+    hyps, refs = table["candidate"].to_pylist(), table["references"].to_pylist()
+    metric = default_metric(name)
+    stats = metric.segment_statistics(table["candidate"], table["references"])
+    monkeypatch.setenv("SACREBLEU_SEED", str(seed))
+    ours = bootstrap.sacrebleu_interval(stats, metric, n_samples=n_samples, seed=seed)
+    theirs = (TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])).corpus_score(
+        hyps, reference_streams(refs), n_bootstrap=n_samples)
+    assert ours.score == theirs.score
+    assert ours.mean == float(theirs._mean) and ours.halfwidth == float(theirs._ci)

@@ -163,7 +163,7 @@ class SparkEngine:
         return operand.isNull()
 
     def like(self, operand, pattern):
-        return operand.like(pattern)
+        return operand.rlike(predicate.like_regex(pattern))   # not Spark's LIKE: no backtracking
 
     def isin(self, operand, values):
         return operand.isin(values)

@@ -19,6 +19,7 @@ WORST, LOSSES, POINTS = 10, 10, 300
 BASELINE_SCORE, LOSS = "baseline_score", "loss"
 CANDIDATE = "candidate"  # carried, the baseline's translation is shown beside the system's
 _RANK = "_rank"
+OCCURRENCE = "_occurrence"  # the how-manieth row of its segment hash in its group, from 1
 
 
 def read(spark: SparkSession, path: str, partition_by: Sequence[str], partition_types: dict) -> DataFrame:
@@ -50,11 +51,18 @@ def highlights(frame: DataFrame, group_cols: Sequence[str], key_cols: Sequence[s
     segment, and `points`: up to POINTS (baseline, system) sentence-score pairs per group.
     Segments are the same by their key, or without one (`key_cols` a row's position) by their
     hash, which is of their references."""
-    pair_on = [SEGMENT_HASH] if tuple(key_cols) == POSITION else list(key_cols)
     by = [*group_cols, "metric"]
+    pair_on = list(key_cols)
+    if tuple(key_cols) == POSITION:
+        # No key: a segment is known by its references' hash, which a reference that repeats
+        # (the same sentence on several days) shares. The k-th row of a hash in a system's rows,
+        # in input order, pairs with the k-th of the baseline's: one to one, never one to many.
+        frame = frame.withColumn(OCCURRENCE, F.row_number().over(
+            Window.partitionBy(*by, SEGMENT_HASH).orderBy(*POSITION)))
+        pair_on = [SEGMENT_HASH, OCCURRENCE]
     columns = list(dict.fromkeys([*(c for c in key_cols if c not in by), *text_cols]))
     shown = list(dict.fromkeys([*by, *columns, SENTENCE_SCORE, SEGMENT_HASH]))
-    rows = frame.select(*shown)
+    rows = frame.select(*shown, *(c for c in pair_on if c not in shown))
     found = {"columns": columns, "baseline": baseline,
              "worst": _collected(_top(rows, by, _badness(SENTENCE_SCORE).desc(), WORST), shown)}
     if baseline is None or "system" not in group_cols:

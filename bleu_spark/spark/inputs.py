@@ -101,7 +101,8 @@ def reference_rules(options, columns) -> list:
     """Column rules for the candidates table's own references (inline or wide)."""
     names = options.references_cols
     if len(names) == 1:  # a list of references, or the one reference of the row
-        return [io.ColumnRule(names[0], "array<string> or string", io.is_string_or_string_array)]
+        return [io.ColumnRule(names[0], "array<string> or string", io.is_string_or_string_array,
+                              "--references-col")]
     return [io.ColumnRule(name, "string", io.is_string) for name in names]
 
 

@@ -353,6 +353,7 @@ class ColumnRule:
     name: str
     expected: str                      # as shown to the user, e.g. "string" or "array<string>"
     accepts: callable                  # DataType -> bool
+    option: str = ""                   # the flag that names the column, e.g. --references-col
 
 
 def is_string(dtype) -> bool:
@@ -371,6 +372,12 @@ def is_atomic(dtype) -> bool:
     return isinstance(dtype, ATOMIC_TYPES)
 
 
+def _near(name: str, fields) -> list:
+    """Columns named like `name` but for case or a plural's s (`reference` for `references`)."""
+    stem = name.lower().rstrip("s")
+    return [f for f in fields if f != name and f.lower().rstrip("s") == stem]
+
+
 def check_columns(schema: T.StructType, rules: Sequence[ColumnRule], table: str = "input") -> None:
     """Every missing column and every wrong type, reported at once in one message."""
     fields = {f.name: f.dataType for f in schema.fields}
@@ -379,8 +386,10 @@ def check_columns(schema: T.StructType, rules: Sequence[ColumnRule], table: str 
              for r in rules if r.name in fields and not r.accepts(fields[r.name])]
     problems = []
     if missing:
+        hints = [f"; pass {r.option} {near[0]}" for r in rules
+                 if r.name not in fields and r.option and (near := _near(r.name, fields))]
         problems.append(f"{table} has no column {', '.join(missing)} "
-                        f"(columns: {', '.join(fields) or 'none'})")
+                        f"(columns: {', '.join(fields) or 'none'}){''.join(hints)}")
     problems.extend(f"{table} column {w}" for w in wrong)
     if problems:
         error = MissingColumnError if missing else ColumnTypeError

@@ -22,9 +22,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import __version__, bootstrap, compiled, metrics, output as out, ranges, segments, statstable, views
-from ..config import AUTO, BleuConfig
-from ..errors import InvalidRowsError, MissingColumnError, SparkJobFailedError, UsageError
+from ..config import AUTO, BleuConfig, spaceless_warning
+from ..errors import (EmptyInputError, InvalidRowsError, MissingColumnError, SparkJobFailedError,
+                      UsageError)
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
+from ..rows import HINTS
+from ..shown import shown
 from ..segments import SegmentsPlan
 from . import drilldown, inputs, io
 from .progress import Progress, say as say_progress
@@ -66,6 +69,8 @@ class JobOptions:
     metric_settings: Tuple[Tuple[str, Any], ...] = ()   # other metrics' options, e.g. chrf_beta
     segments: bool = False                              # also write DIR/segments/, a row a segment
     segments_columns: Tuple[str, ...] = ()              # input columns the segments table carries
+    allow_empty_input: bool = False                     # no input row: exit 15 unless allowed
+    warnings: Tuple[str, ...] = ()                      # about the options, for run.json
 
     def __post_init__(self):
         object.__setattr__(self, "metrics", parse_names(self.metrics))
@@ -144,7 +149,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
                          f"DIR/rejected/ beside every input column; rename it in the input")
     config = options.config
     auto = config.tokenize == AUTO and options.langpair_col in columns
-    rules = [io.ColumnRule(options.candidate_col, "string", io.is_string)]
+    rules = [io.ColumnRule(options.candidate_col, "string", io.is_string, "--candidate-col")]
     if not options.references:
         rules += inputs.reference_rules(options, columns)
     keys = dict.fromkeys([*group_cols, *options.join_on, *options.segment_key])
@@ -298,7 +303,8 @@ class Measurement:
         examples = self.rejected_frame(whole=False).limit(EXAMPLES_SHOWN).collect()
         shown = [", ".join(f"{c}={r[c]!r}" for c in [*self.plan.group_cols, *self.input.segment_key])
                  + f": {r[REASON]}" for r in examples]
-        return (_rejection_summary(self.rejected) + "; e.g. " + "; ".join(shown)
+        hints = "".join(f"; {HINTS[reason]}" for reason in sorted(self.rejected) if reason in HINTS)
+        return (_rejection_summary(self.rejected) + "; e.g. " + "; ".join(shown) + hints
                 + "; use --on-invalid quarantine to score the rest and write these to DIR/rejected/")
 
     def _add_coverage(self) -> List[str]:
@@ -316,7 +322,7 @@ class Measurement:
         warnings = []
         for row, n in zip(rows, expected):
             if n and row["n_segments"] < n:
-                group = ", ".join(f"{c}={row[c]}" for c in self.plan.group_cols)
+                group = ", ".join(f"{c}={shown(row[c])}" for c in self.plan.group_cols)
                 warnings.append(f"{group}: {row['n_segments']} of {n} segments scored "
                                 f"(coverage {100 * row['n_segments'] / n:.1f}%)")
         return list(dict.fromkeys(warnings))  # a group's metrics cover the same segments
@@ -368,6 +374,10 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         scan = found if isinstance(found, ArrowScan) else None  # else why Spark's scan reads
         # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
         rows_read = scan.rows if scan else table.frame.count()
+        if rows_read == 0 and not options.allow_empty_input:
+            raise EmptyInputError(f"input {options.input} has no rows: nothing to score (a feed "
+                                  f"that delivered nothing?); pass --allow-empty-input to write "
+                                  f"an empty result instead")
         resampling = options.resampling
         if resampling.active and resampling.method == bootstrap.SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
             raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
@@ -396,7 +406,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             layout.update(scan="spark", spark_scan_reason=found)
         if in_place:
             layout["input_row_groups"] = row_groups
-        measurement.warnings += advice
+        measurement.warnings = [*options.warnings, *measurement.warnings, *advice]
+        tokenizers = tokenizers_by_pair(measurement.stats, options)
+        measurement.warnings += tokenizer_warnings(measurement.stats, options, tokenizers)
         scores = views.score_sets(measurement.stats, measurement.sets, options.config,
                                   resampling, measurement.segments, options.partition_by)
         paired = None
@@ -408,6 +420,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         timings = {"score_s": time.time() - started}
         run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id,
                          input_bytes)
+        run["tokenizers"] = tokenizers
         if output:
             write_start = time.time()
             if measurement.rejected:
@@ -434,6 +447,32 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if unreadable is not None:
             raise unreadable from None
         raise
+
+
+def tokenizers_by_pair(stats: pa.Table, options: JobOptions) -> Optional[dict]:
+    """Under `--tokenize auto`, the tokenizer each language pair (as written) was scored with."""
+    column = options.langpair_col
+    if options.config.tokenize != AUTO or column not in stats.column_names:
+        return None
+    pairs = sorted(set(stats[column].to_pylist()), key=lambda p: (p is None, p or ""))
+    return {"" if p is None else p: options.config.tokenizer_for(p) for p in pairs}
+
+
+def tokenizer_warnings(stats: pa.Table, options: JobOptions, tokenizers: Optional[dict]) -> List[str]:
+    """A warning for each pair scored with 13a for want of a target language the tokenizer table
+    knows, when its BLEU references look like text without spaces (config.spaceless_warning)."""
+    if not tokenizers or "ref_len" not in stats.column_names:
+        return []
+    column = options.langpair_col
+    bleu = stats.filter(pc.equal(stats["metric"], "bleu"))
+    sums = bleu.group_by([column]).aggregate([("n_segments", "sum"), ("ref_len", "sum")])
+    warnings = []
+    for row in sums.to_pylist():
+        pair = row[column]
+        warning = spaceless_warning(pair, tokenizers["" if pair is None else pair],
+                                    row["n_segments_sum"], row["ref_len_sum"])
+        warnings += [warning] if warning else []
+    return warnings
 
 
 def _drilldown(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,

@@ -1,0 +1,98 @@
+"""Language pairs as real logs spell them pick the tokenizer sacrebleu's `-l` picks for the
+language they name; a pair whose target cannot be told, with text that has no spaces, is warned
+about, never silently scored with 13a."""
+import json
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from sacrebleu.metrics import BLEU
+
+from bleu_spark.config import BleuConfig, knows_target, target_language
+from bleu_spark.spark.job import JobOptions, run_job
+from conftest import SAMPLE
+
+# spelling -> the target sacrebleu's -l would be given for it (None: cannot be told)
+SPELLINGS = [
+    ("en-ja", "ja"), ("EN-JA", "ja"), ("en_ja", "ja"), ("En_Ja", "ja"), ("en-JP", "ja"),
+    ("eng-jpn", "ja"), ("en-US-ja-JP", "ja"), ("en_US-ja_JP", "ja"), ("en-US_ja-JP", "ja"),
+    ("en-ja-JP", "ja"), ("english-japanese", "ja"), ("en-zh-CN", "zh"), ("en_zh_Hans", "zh"),
+    ("EN-ZH", "zh"), ("eng-zho", "zh"), ("en-cmn", "zh"), ("en-KO", "ko"), ("eng-kor", "ko"),
+    ("en-ko-KR", "ko"), (" en-ja ", "ja"), ("EN-KO-KR", None), ("en_zh-Hans", "zh"),
+    ("en-ja_JP", "ja"), ("en_US-ja", "ja"), ("en_ja-jp", "ja"),
+    # the target is not Japanese / Chinese / Korean, however the source is spelled
+    ("ja-en", "en"), ("JA-EN", "en"), ("ja-JP-en", "en"), ("zh-CN-en", "en"), ("jpn-eng", "eng"),
+    ("en-de", "de"), ("en-kr", "kr"),   # kr is Kanuri, not Korea
+    ("en-cn", "cn"),                     # cn names no language
+    # no target to tell
+    ("enja", None), ("ja", None), ("jpn", None), ("", None), (None, None), ("en-ja-x-y-z", None),
+    ("en-xx", None),
+]
+
+
+@pytest.mark.parametrize("pair,target", SPELLINGS)
+def test_each_spelling_picks_the_tokenizer_of_the_language_it_names(pair, target):
+    # sacrebleu's own choice for the language the spelling names
+    expected = BLEU._TOKENIZER_MAP.get(target, BLEU.TOKENIZER_DEFAULT)
+    assert BleuConfig().tokenizer_for(pair) == expected
+    assert knows_target(pair) == (target is not None and target not in ("eng", "cn")), pair
+    if target in ("ja", "zh", "ko", "de", "en", "kr"):
+        assert target_language(pair) == target
+
+
+def sample_rows(langpair: str, n: int = 120) -> pa.Table:
+    table = pq.read_table(SAMPLE)
+    rows = table.filter(pc.equal(table["langpair"], langpair))
+    first = rows["system"][0]
+    return rows.filter(pc.equal(rows["system"], first)).slice(0, n)
+
+
+def sacrebleu_corpus(rows: pa.Table, target: str):
+    references = rows["references"].to_pylist()
+    streams = [list(s) for s in zip(*references)]
+    return BLEU(trg_lang=target).corpus_score(rows["candidate"].to_pylist(), streams)
+
+
+@pytest.mark.spark
+def test_pairs_spelled_many_ways_equal_sacrebleu_with_the_language_they_name(spark, tmp_path):
+    ja, zh = sample_rows("en-ja"), sample_rows("en-zh")
+    spelled = {"EN-JA": ja, "en_ja": ja, "en-JP": ja, "eng-jpn": ja, "en-zh-CN": zh, "EN_ZH": zh}
+    tables = [t.set_column(t.schema.get_field_index("langpair"), "langpair",
+                           pa.array([pair] * t.num_rows)) for pair, t in spelled.items()]
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.concat_tables(tables), path)
+    result = run_job(spark, JobOptions(input=str(path), output=str(tmp_path / "out"),
+                                       group_by=("langpair",)))
+    by_pair = {r["langpair"]: r for r in result.scores}
+    for pair, rows in spelled.items():
+        target = "ja" if rows is ja else "zh"
+        expected = sacrebleu_corpus(rows, target)
+        assert by_pair[pair]["score"] == expected.score, pair
+        assert by_pair[pair]["tokenize"] == ("ja-mecab" if target == "ja" else "zh"), pair
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert run["tokenizers"] == {pair: ("ja-mecab" if rows is ja else "zh")
+                                 for pair, rows in sorted(spelled.items())}
+    assert not run["warnings"]
+
+
+@pytest.mark.spark
+def test_a_pair_whose_target_cannot_be_told_with_text_without_spaces_is_warned(spark, tmp_path):
+    ja, de = sample_rows("en-ja", 60), sample_rows("en-de", 60)
+    labels = {"enja": ja, "en-xx": ja, "ende": de}
+    tables = [t.set_column(t.schema.get_field_index("langpair"), "langpair",
+                           pa.array([pair] * t.num_rows)) for pair, t in labels.items()]
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.concat_tables(tables), path)
+    result = run_job(spark, JobOptions(input=str(path), output=str(tmp_path / "out"),
+                                       group_by=("langpair",)))
+    warned = [w for w in result.run["warnings"] if "could not be told" in w]
+    assert len(warned) == 2 and any("'enja'" in w for w in warned) and any("'en-xx'" in w for w in warned)
+    assert all("--tokenize" in w for w in warned)
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert run["warnings"] == result.run["warnings"]
+    assert run["tokenizers"] == {"en-xx": "13a", "ende": "13a", "enja": "13a"}
+    # scored as sacrebleu scores them with 13a all the same: a warning, not a different number
+    by_pair = {r["langpair"]: r for r in result.scores}
+    assert by_pair["en-xx"]["score"] == BLEU().corpus_score(
+        ja["candidate"].to_pylist(), [[r[0] for r in ja["references"].to_pylist()]]).score
