@@ -1169,9 +1169,9 @@ def load_checkout(root: Path, alias: str):
     import importlib.util
 
     # numba caches compiled code next to the source, and the cache names the module that
-    # compiled it: code cached under an alias would be loaded, and fail, where the package runs
-    # as `bleu_spark` (the job's workers). The alias caches in a folder of its own, chosen as
-    # its functions are defined; the setting is restored for whatever runs next.
+    # compiled it: code cached under an alias is a miss where the package runs as `bleu_spark`
+    # (the job's workers), and compiles again (bleu_spark/compiled.py). The alias caches in a
+    # folder of its own where numba reads the setting in time; it is restored for what runs next.
     import numba
 
     previous = os.environ.get("NUMBA_CACHE_DIR")
