@@ -103,15 +103,16 @@ FEW_TOKENS_A_SEGMENT = 4
 
 
 def spaceless_warning(langpair: Optional[str], tokenizer: str, n_segments: int,
-                      ref_len: int) -> Optional[str]:
+                      ref_len: int, subject: Optional[str] = None) -> Optional[str]:
     """A warning for a pair scored with 13a because its target could not be told, whose
-    references look like text without spaces: its BLEU would count whole sentences as words."""
+    references look like text without spaces: its BLEU would count whole sentences as words.
+    `subject` names what was scored when it is not a pair (an input without a pair column)."""
     if tokenizer != DEFAULT_TOKENIZER or knows_target(langpair) or not n_segments:
         return None
     per_segment = ref_len / n_segments
     if per_segment >= FEW_TOKENS_A_SEGMENT:
         return None
-    return (f"language pair {langpair!r}: its target language could not be told and its "
+    return (f"{subject or f'language pair {langpair!r}'}: its target language could not be told and its "
             f"references have {per_segment:.1f} tokens a segment under {tokenizer} (text without "
             f"spaces?); BLEU counted whole runs of text as words. Write the pair as source-target "
             f"(e.g. en-ja, en-zh, en-ko) or pass --tokenize")

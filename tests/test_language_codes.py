@@ -96,3 +96,18 @@ def test_a_pair_whose_target_cannot_be_told_with_text_without_spaces_is_warned(s
     by_pair = {r["langpair"]: r for r in result.scores}
     assert by_pair["en-xx"]["score"] == BLEU().corpus_score(
         ja["candidate"].to_pylist(), [[r[0] for r in ja["references"].to_pylist()]]).score
+
+
+@pytest.mark.spark
+def test_an_input_without_a_pair_column_and_text_without_spaces_is_warned(spark, tmp_path):
+    ja = sample_rows("en-ja", 60).drop_columns(["langpair"])
+    path = tmp_path / "in.parquet"
+    pq.write_table(ja, path)
+    result = run_job(spark, JobOptions(input=str(path), output=str(tmp_path / "out"),
+                                       group_by=("system",)))
+    warned = [w for w in result.run["warnings"] if "could not be told" in w]
+    assert len(warned) == 1 and "no 'langpair' column" in warned[0] and "--tokenize" in warned[0]
+    # scored with 13a as sacrebleu would: the warning says so, the number is sacrebleu's
+    expected = BLEU().corpus_score(ja["candidate"].to_pylist(),
+                                   [[r[0] for r in ja["references"].to_pylist()]])
+    assert result.scores[0]["score"] == expected.score

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import __version__, bootstrap, compiled, metrics, output as out, ranges, segments, statstable, views
-from ..config import AUTO, BleuConfig, spaceless_warning
+from ..config import AUTO, DEFAULT_TOKENIZER, BleuConfig, spaceless_warning
 from ..errors import (EmptyInputError, InvalidRowsError, MissingColumnError, SparkJobFailedError,
                       UsageError)
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
@@ -461,10 +461,18 @@ def tokenizers_by_pair(stats: pa.Table, options: JobOptions) -> Optional[dict]:
 def tokenizer_warnings(stats: pa.Table, options: JobOptions, tokenizers: Optional[dict]) -> List[str]:
     """A warning for each pair scored with 13a for want of a target language the tokenizer table
     knows, when its BLEU references look like text without spaces (config.spaceless_warning)."""
-    if not tokenizers or "ref_len" not in stats.column_names:
-        return []
     column = options.langpair_col
+    if "ref_len" not in stats.column_names:
+        return []
     bleu = stats.filter(pc.equal(stats["metric"], "bleu"))
+    if options.config.tokenize == AUTO and column not in stats.column_names:
+        # No pair column: every row got 13a, which Japanese or Chinese text would not want.
+        warning = spaceless_warning(None, DEFAULT_TOKENIZER, pc.sum(bleu["n_segments"]).as_py(),
+                                    pc.sum(bleu["ref_len"]).as_py(),
+                                    subject=f"the input (no {column!r} column)")
+        return [warning] if warning else []
+    if not tokenizers:
+        return []
     sums = bleu.group_by([column]).aggregate([("n_segments", "sum"), ("ref_len", "sum")])
     warnings = []
     for row in sums.to_pylist():
