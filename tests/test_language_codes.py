@@ -54,14 +54,20 @@ def sacrebleu_corpus(rows: pa.Table, target: str):
     return BLEU(trg_lang=target).corpus_score(rows["candidate"].to_pylist(), streams)
 
 
+def relabelled(tables_by_pair: dict, folder) -> str:
+    """One Parquet file of the tables, each with its `langpair` written as the key says."""
+    tables = [t.set_column(t.schema.get_field_index("langpair"), "langpair",
+                           pa.array([pair] * t.num_rows)) for pair, t in tables_by_pair.items()]
+    path = folder / "in.parquet"
+    pq.write_table(pa.concat_tables(tables), path)
+    return str(path)
+
+
 @pytest.mark.spark
 def test_pairs_spelled_many_ways_equal_sacrebleu_with_the_language_they_name(spark, tmp_path):
     ja, zh = sample_rows("en-ja"), sample_rows("en-zh")
     spelled = {"EN-JA": ja, "en_ja": ja, "en-JP": ja, "eng-jpn": ja, "en-zh-CN": zh, "EN_ZH": zh}
-    tables = [t.set_column(t.schema.get_field_index("langpair"), "langpair",
-                           pa.array([pair] * t.num_rows)) for pair, t in spelled.items()]
-    path = tmp_path / "in.parquet"
-    pq.write_table(pa.concat_tables(tables), path)
+    path = relabelled(spelled, tmp_path)
     result = run_job(spark, JobOptions(input=str(path), output=str(tmp_path / "out"),
                                        group_by=("langpair",)))
     by_pair = {r["langpair"]: r for r in result.scores}
@@ -80,10 +86,7 @@ def test_pairs_spelled_many_ways_equal_sacrebleu_with_the_language_they_name(spa
 def test_a_pair_whose_target_cannot_be_told_with_text_without_spaces_is_warned(spark, tmp_path):
     ja, de = sample_rows("en-ja", 60), sample_rows("en-de", 60)
     labels = {"enja": ja, "en-xx": ja, "ende": de}
-    tables = [t.set_column(t.schema.get_field_index("langpair"), "langpair",
-                           pa.array([pair] * t.num_rows)) for pair, t in labels.items()]
-    path = tmp_path / "in.parquet"
-    pq.write_table(pa.concat_tables(tables), path)
+    path = relabelled(labels, tmp_path)
     result = run_job(spark, JobOptions(input=str(path), output=str(tmp_path / "out"),
                                        group_by=("langpair",)))
     warned = [w for w in result.run["warnings"] if "could not be told" in w]
