@@ -288,7 +288,10 @@ def _unique_key_loader():
         """YAML's safe loader, refusing a key given twice (plain YAML keeps the last silently)."""
 
         def construct_mapping(self, node, deep=False):
-            keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
+            # YAML merge keys (`<<: *defaults`) may be overridden by design: only the keys
+            # written in this mapping itself count.
+            keys = [self.construct_object(key, deep=deep) for key, _ in node.value
+                    if key.tag != "tag:yaml.org,2002:merge"]
             twice = sorted({str(k) for k in keys if keys.count(k) > 1})
             if twice:
                 raise yaml.constructor.ConstructorError(

@@ -879,3 +879,13 @@ def test_a_job_file_key_given_twice_is_exit_9_not_the_last_one_silently(tmp_path
     assert main(["score", "--config", str(job)]) == ConfigFileError.exit_code == 9
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and named in err and not (tmp_path / "out").exists()
+
+
+def test_a_job_file_with_a_yaml_merge_key_loads_and_its_own_keys_win(tmp_path):
+    """`<<: *defaults` is YAML's way to share settings between job files: the merged keys load,
+    and a key the mapping writes itself overrides them (not "given twice")."""
+    from bleu_spark.cli import load_job_file
+
+    job = tmp_path / "job.yaml"
+    job.write_text("<<: {lowercase: true, metrics: bleu}\nlowercase: false\n")
+    assert load_job_file(str(job)) == {"lowercase": False, "metrics": "bleu"}
