@@ -8,7 +8,7 @@ signature) is that metric's declaration (`bleu_spark.metrics`): no metric is nam
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 from . import bootstrap, clusters, metrics, statstable
 from .config import AUTO, BleuConfig
 from .errors import IncompatibleStatisticsError, MixedTokenizerGroupError, UsageError
+from .shown import shown
 
 GroupingSet = Tuple[str, ...]
 
@@ -123,7 +124,8 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
             if resampling.confidence:
                 _add_intervals(scored, replicates, resampling)
             if resampling.clusters:
-                _add_clusters(scored, replicates, grouping_set)
+                _add_clusters(scored, replicates, grouping_set,
+                              same_draws=resampling.method == bootstrap.SACREBLEU)
             _sign_bootstrap(scored, replicates, resampling)
         scored.sort(key=lambda r: (*((r[c] is not None, r[c]) for c in grouping_set),
                                    metrics.order_of(r["metric"])))
@@ -185,18 +187,37 @@ def check_clusters(sets: Sequence[GroupingSet], system_col: str = "system") -> N
 
 
 def _add_clusters(rows: List[dict], replicates: List, grouping_set: GroupingSet,
-                  system_col: str = "system") -> None:
+                  same_draws: bool, system_col: str = "system") -> None:
     """Rank ranges and clusters within each comparison group (the paired tests' groups: every
-    group column but the system, per metric); none in a grouping set without systems."""
+    group column but the system, per metric); none in a grouping set without systems.
+    `same_draws`: sacrebleu's draws pick segments by position, so they are the same draws for
+    every system only where every system has the same segments (as its paired test asks)."""
     if system_col not in grouping_set:
         for row in rows:
             row.update(dict.fromkeys(clusters.FIELDS))
         return
     others = [c for c in grouping_set if c != system_col]
+    key_of = lambda r: (*(r[c] for c in others), r["metric"])  # noqa: E731
+    if same_draws:
+        _check_same_draws(rows, replicates, key_of, system_col)
     clusters.add_clusters(
-        rows, replicates, key_of=lambda r: (*(r[c] for c in others), r["metric"]),
+        rows, replicates, key_of=key_of,
         name_of=lambda r: r[system_col],
         higher_is_better_of=lambda r: metrics.REGISTRY[r["metric"]].higher_is_better)
+
+
+def _check_same_draws(rows: List[dict], replicates: List, key_of, system_col: str) -> None:
+    counts: Dict[tuple, dict] = {}
+    for row, scores in zip(rows, replicates):
+        if scores is not None:
+            counts.setdefault(key_of(row), {})[shown(row[system_col])] = row["n_segments"]
+    for key, by_system in counts.items():
+        if len(set(by_system.values())) > 1:
+            listed = ", ".join(f"{name} {n}" for name, n in sorted(by_system.items()))
+            raise UsageError(f"--clusters with --bootstrap-method sacrebleu: the systems of "
+                             f"{' · '.join(map(shown, key[:-1])) or 'the comparison'} ({key[-1]}) "
+                             f"have different numbers of segments ({listed}), so sacrebleu's draws "
+                             f"would not be the same for all; use --bootstrap-method poisson")
 
 
 def _sample_matrix(sums: pa.Table, column: str, index: int, group: dict, grouping_set,

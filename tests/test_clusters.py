@@ -172,6 +172,27 @@ def test_aggregate_clusters_of_saved_statistics_equal_a_fresh_run_and_the_replic
         assert {r["system"]: {f: r[f] for f in clusters.FIELDS} for r in rows} == expected, name
 
 
+@pytest.mark.spark
+def test_sacrebleu_method_clusters_refuse_systems_of_different_segments(spark, tmp_path):
+    """sacrebleu's draws pick segments by position: a system missing a segment would be ranked
+    on other draws than the rest, so the run says so in one line instead."""
+    import pyarrow.compute as pc
+
+    from bleu_spark.errors import UsageError
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    table = pq.read_table(SAMPLE, filters=[("langpair", "=", "en-de")])
+    first = table["system"][0].as_py()
+    mine = pc.equal(table["system"], first)
+    segment = SEGMENT_KEY[-1]
+    dropped = pc.and_(mine, pc.equal(table[segment], pc.min(table.filter(mine)[segment])))
+    path = str(tmp_path / "in.parquet")
+    pq.write_table(table.filter(pc.invert(dropped)), path)
+    with pytest.raises(UsageError, match="different numbers of segments.*poisson"):
+        run_job(spark, JobOptions(input=path, segment_key=SEGMENT_KEY, progress_seconds=0,
+                                  resampling=Resampling(method=bootstrap.SACREBLEU, clusters=True)))
+
+
 # --- the report, rendered by headless Chromium ---------------------------------------------
 
 @pytest.mark.browser
