@@ -550,6 +550,7 @@ def _band_notes(sections: Sequence[Section]) -> List[Dict[str, Any]]:
 _ENVIRONMENT = jinja2.Environment(
     loader=jinja2.PackageLoader("bleu_spark", "templates"),
     autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+_ENVIRONMENT.filters["shown"] = shown  # a group value as the console writes it
 
 
 def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str = "bleu-spark report",

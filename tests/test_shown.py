@@ -69,3 +69,38 @@ def test_paired_tests_against_an_integer_baseline_id(spark, tmp_path):
     assert not [w for w in result.run["warnings"] if "no baseline" in w]
     page = (tmp_path / "out" / "report.html").read_text()
     assert page.count("\\u003c/b\\u003e  baseline") == 1   # system 1's bar marked as the baseline
+
+
+def test_the_reports_table_shows_a_null_system_apart_from_one_named_like_it():
+    from html.parser import HTMLParser
+
+    class FirstColumns(HTMLParser):
+        """The text of the second cell (the system) of each row of the scores tables."""
+        def __init__(self):
+            super().__init__()
+            self.cells, self.row, self.depth, self.scores = [], None, 0, False
+
+        def handle_starttag(self, tag, attrs):
+            classes = dict(attrs).get("class") or ""
+            if tag == "table":
+                self.scores = "scores" in classes.split()
+            elif tag == "tr" and self.scores:
+                self.row = []
+            elif tag == "td" and self.row is not None:
+                self.row.append("")
+
+        def handle_endtag(self, tag):
+            if tag == "tr" and self.row:
+                self.cells.append(self.row[1])
+                self.row = None
+
+        def handle_data(self, data):
+            if self.row:
+                self.row[-1] += data
+
+    page = report.render_report([score_row(None), score_row(NULL), score_row("B")],
+                                group_cols=["system"])
+    parser = FirstColumns()
+    parser.feed(page)
+    systems = [cell.strip() for cell in parser.cells]
+    assert sorted(systems) == sorted([shown(None), shown(NULL), "B"]) and len(set(systems)) == 3
