@@ -196,10 +196,10 @@ def read_marker(fs, path: str) -> Optional[dict]:
 
 def _checked_marker(file: str, marker: dict) -> dict:
     """A marker's partition columns name folders every reader and writer opens: they must be
-    names this job writes (`check_partition_names`), their types a mapping."""
+    names this job writes (`check_partition_names`), their types a mapping of names."""
     columns, types = marker.get("partition_by") or [], marker.get("partition_types") or {}
     if not (isinstance(columns, list) and all(isinstance(c, str) for c in columns)
-            and isinstance(types, dict)):
+            and isinstance(types, dict) and all(isinstance(t, str) for t in types.values())):
         raise _foreign(file, "has partition_by or partition_types of another shape",
                        "restore the file or remove the folder")
     try:

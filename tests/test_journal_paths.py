@@ -147,6 +147,7 @@ def test_a_retired_folder_that_is_a_symbolic_link_is_refused(whole, victim, tmp_
     {"partition_by": ["../../victim"]},
     {"partition_by": "run_date"},
     {"partition_by": ["run_date"], "partition_types": ["int64"]},
+    {"partition_by": ["run_date"], "partition_types": {"run_date": []}},
     {"partition_by": [".hidden"]},
 ])
 def test_a_marker_naming_partition_folders_outside_or_of_another_shape_is_refused(
