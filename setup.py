@@ -33,8 +33,10 @@ class build_py_with_kernels(build_py):
         for cpu in (["x86-64-v3"] if x86 else []) + ["generic"]:
             env = dict(os.environ, BLEU_SPARK_BUILD_KERNELS="1", NUMBA_CPU_NAME=cpu,
                        NUMBA_CPU_FEATURES="", PYTHONPATH=path)
-            for name in ("NUMBA_DISABLE_JIT", "NUMBA_BOUNDSCHECK", "NUMBA_OPT", "NUMBA_DEBUGINFO"):
-                env.pop(name, None)  # the kernels as a run compiles them by default
+            # The kernels as a run compiles them by default, into the wheel's own folder.
+            for name in ("NUMBA_DISABLE_JIT", "NUMBA_BOUNDSCHECK", "NUMBA_OPT", "NUMBA_DEBUGINFO",
+                         "BLEU_SPARK_KERNELS_DIR", "BLEU_SPARK_PURE_PYTHON"):
+                env.pop(name, None)
             done = subprocess.run([sys.executable, "-m", "bleu_spark.build_kernels"], env=env,
                                   cwd=self.build_lib)
             if done.returncode:
