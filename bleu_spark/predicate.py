@@ -124,7 +124,9 @@ def parse(text: str) -> Predicate:
         _check_bounds(tokens)
         statements = dialect.parser().parse(tokens, text)
     except RecursionError:   # a backstop: the bounds above keep well inside Python's stack
-        raise refuse(f"it nests too deeply (at most {MAX_NESTING} levels)") from None
+        # Parentheses and NOTs each within their bound can still nest too deep together.
+        raise refuse(f"it nests too deeply (parentheses and NOTs together; write it with "
+                     f"fewer levels)") from None
     except (ParseError, TokenError) as exc:
         # sqlglot's own message quotes the text around the error: give the place alone.
         first = (getattr(exc, "errors", None) or [{}])[0]
