@@ -147,6 +147,13 @@ class Section:
         return any(g.cluster is not None for g in self.groups)
 
     @property
+    def one_comparison(self) -> bool:
+        """Whether its rows are one comparison group (they differ in the system alone): only
+        then do bands across the table mean ties (clusters are numbered per comparison)."""
+        return len({tuple((c, v) for c, v in g.values.items() if c != SYSTEM)
+                    for g in self.groups}) <= 1
+
+    @property
     def has_coverage(self) -> bool:
         # Coverage is measured only against a segment key; without one every row would say "—".
         return any(g.row.get("coverage") is not None for g in self.groups)

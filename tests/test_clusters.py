@@ -279,3 +279,30 @@ def test_the_job_file_key_turns_clusters_and_their_bootstrap_on(tmp_path):
     job.write_text("input: in.parquet\noutput: out\nclusters: 'yes'\n")
     with pytest.raises(ConfigFileError, match="clusters is string 'yes', expected boolean"):
         effective_settings(build_parser().parse_args(["score", "--config", str(job)]))
+
+
+def test_a_section_of_several_comparison_groups_draws_no_cluster_bands():
+    """Clusters are numbered per comparison group: a section holding two test sets' systems
+    shows each row's cluster, but no bands or rules that would join rows of different groups."""
+    from bleu_spark.report import render_report
+
+    def row(testset, system, score, cluster):
+        return dict(testset=testset, langpair="en-de", system=system, metric="bleu",
+                    score=score, rank=cluster, rank_low=cluster, rank_high=cluster,
+                    cluster=cluster, tokenize="13a", signature="s", n_segments=5, n_rejected=0,
+                    grouping="testset,langpair,system", verbose="BLEU")
+
+    rows = [row("t1", "A", 30.0, 1), row("t1", "B", 20.0, 2), row("t2", "A", 25.0, 1),
+            row("t2", "B", 10.0, 2)]
+    import re
+
+    def banded(page):  # rows drawn in a band, rows opening with a rule
+        rows = re.findall(r'<tr class="([^"]*)"\s*(data-cluster="\d+")?', page)
+        return (sum(1 for _, data in rows if data),
+                sum(1 for classes, _ in rows if "cluster-start" in classes.split()))
+
+    several = render_report(rows, group_cols=["testset", "langpair", "system"])
+    assert banded(several) == (0, 0)
+    assert several.count('<td class="num cluster"') == 4
+    one = render_report(rows[:2], group_cols=["testset", "langpair", "system"])
+    assert banded(one) == (2, 1)
