@@ -515,10 +515,14 @@ def _journal_refused(file: str, what: str) -> ForeignFileError:
 
 
 def _retired(path: str, journal: dict, folder: str) -> str:
-    """Where a whole commit's journal retires DIR to: always `.DIR.old-<run_id>` beside it."""
+    """Where a whole commit's journal retires DIR to: always `.DIR.old-<run_id>` beside it. The
+    journal's own spelling of that path is checked by its name alone (DIR may be reached by
+    another path now, a link or a mount), and never used."""
     parent, name = os.path.split(path)
     expected = f"{parent}/.{name}.old-{journal['run_id']}"
-    if journal.get("retired") != expected:
+    retired = journal.get("retired")
+    if not (isinstance(retired, str)
+            and os.path.basename(retired) == os.path.basename(expected)):
         raise _journal_refused(f"{folder}/{JOURNAL}", f"names {journal.get('retired')!r} to move "
                                                       f"DIR to, not {expected}")
     return expected

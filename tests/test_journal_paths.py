@@ -171,3 +171,19 @@ def test_well_formed_journals_still_finish_a_dead_commit(partitioned, tmp_path):
     output.recover(partitioned)
     assert open(f"{partitioned}/stats/run_date=2026-01-09/part.txt").read() == "new"
     assert not os.path.exists(staging)
+
+
+def test_a_dead_runs_journal_spelling_dir_by_another_path_is_still_replayed(
+        whole, tmp_path, capsys):
+    """The journal names the retired folder as the dead run spelled DIR (here through a link to
+    its parent): the same folder, so the next reader finishes the commit instead of refusing."""
+    import shutil
+
+    os.symlink(tmp_path / "out", tmp_path / "link")
+    staging = f"{os.path.dirname(whole)}/.res.staging-{RUN}"
+    shutil.copytree(whole, staging)   # the dead run's whole result, then its journal
+    plant(staging, {"run_id": RUN, "owner": DEAD, "retired": f"{tmp_path}/link/.res.old-{RUN}"})
+    code = main(["aggregate", "--stats", whole, "--output", str(tmp_path / "agg")])
+    assert code == 0, capsys.readouterr().err
+    assert not os.path.exists(staging) and not os.path.exists(f"{os.path.dirname(whole)}/.res.old-{RUN}")
+    assert not os.path.exists(f"{whole}/{output.JOURNAL}")   # the commit finished
