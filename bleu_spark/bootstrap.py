@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Collection, Optional
+from typing import Collection, Optional, Tuple
 
 import numpy as np
 
@@ -111,11 +111,16 @@ def with_bootstrap_fields(signature: str, fields: str) -> str:
     return f"{head}|{fields}{sep}{rest}" if sep else f"{head}|{fields}"
 
 
+def percentile_positions(n: int) -> Tuple[int, int]:
+    """sacrebleu's 95% bounds among n sorted replicates: positions B//40 and B - B//40 - 1."""
+    return n // 40, n - n // 40 - 1
+
+
 def percentile_bounds(scores: np.ndarray):
-    """sacrebleu's 95% bounds: the sorted scores at B//40 and B - B//40 - 1."""
+    """sacrebleu's 95% bounds of the scores, as floats."""
     ordered = np.sort(np.asarray(scores, dtype=np.float64))
-    lower = len(ordered) // 40
-    return float(ordered[lower]), float(ordered[len(ordered) - lower - 1])
+    low, high = percentile_positions(len(ordered))
+    return float(ordered[low]), float(ordered[high])
 
 
 def sacrebleu_p_value(sample_statistics: np.ndarray, real_difference: float) -> float:
@@ -196,8 +201,7 @@ def sacrebleu_interval_of(score: float, scores: np.ndarray, seed: int) -> Interv
     as they are (for float32 ones, chrF and TER, `statistics.mean` rounds the mean to float32,
     and the ± is a float32 difference halved)."""
     ordered = np.sort(scores)
-    at = len(ordered) // 40
-    low, high = ordered[at], ordered[len(ordered) - at - 1]
+    low, high = (ordered[i] for i in percentile_positions(len(ordered)))
     return Interval(score=score, mean=float(statistics.mean(list(scores))), low=float(low),
                     high=float(high), halfwidth=float(0.5 * (high - low)), n_samples=len(scores),
                     seed=seed, method=SACREBLEU)

@@ -18,6 +18,8 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
+from .bootstrap import percentile_positions
+
 FIELDS = ("rank", "rank_low", "rank_high", "cluster")
 
 
@@ -40,9 +42,9 @@ def ranks(scores: np.ndarray, higher_is_better: bool) -> np.ndarray:
 
 def rank_range(replicate_ranks: np.ndarray):
     """Per system (column), the sorted replicate ranks at sacrebleu's percentile positions."""
-    n = len(replicate_ranks)
+    low, high = percentile_positions(len(replicate_ranks))
     ordered = np.sort(replicate_ranks, axis=0)
-    return ordered[n // 40], ordered[n - n // 40 - 1]
+    return ordered[low], ordered[high]
 
 
 def cluster_numbers(order: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray) -> np.ndarray:
