@@ -381,11 +381,14 @@ def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
 def paired_table(rows: List[dict], fields: Sequence[pa.Field]) -> pa.Table:
     columns = {f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in fields}
     # `system` and `baseline` are text whatever the system column's type (integer ids too)
-    text = lambda v: v if v is None or isinstance(v, str) else str(v)
-    columns.update({c: pa.array([text(r.get(c)) if t == pa.string() else r.get(c) for r in rows], t)
+    columns.update({c: pa.array([_as_text(r.get(c)) if t == pa.string() else r.get(c) for r in rows], t)
                     for c, t in PAIRED_TYPES.items()})
     columns["method"] = pa.array([r.get("method") for r in rows], pa.string())
     return pa.table(columns)
+
+
+def _as_text(value):
+    return value if value is None or isinstance(value, str) else str(value)
 
 
 def group_fields(stats: pa.Table, sets: Sequence[GroupingSet]) -> List[pa.Field]:

@@ -301,10 +301,10 @@ class Measurement:
 
     def _failure_message(self) -> str:
         examples = self.rejected_frame(whole=False).limit(EXAMPLES_SHOWN).collect()
-        shown = [", ".join(f"{c}={r[c]!r}" for c in [*self.plan.group_cols, *self.input.segment_key])
+        cases = [", ".join(f"{c}={r[c]!r}" for c in [*self.plan.group_cols, *self.input.segment_key])
                  + f": {r[REASON]}" for r in examples]
         hints = "".join(f"; {HINTS[reason]}" for reason in sorted(self.rejected) if reason in HINTS)
-        return (_rejection_summary(self.rejected) + "; e.g. " + "; ".join(shown) + hints
+        return (_rejection_summary(self.rejected) + "; e.g. " + "; ".join(cases) + hints
                 + "; use --on-invalid quarantine to score the rest and write these to DIR/rejected/")
 
     def _add_coverage(self) -> List[str]:
