@@ -10,74 +10,18 @@ import time
 from typing import List, Optional
 
 from . import __version__
-from .config import AUTO, SMOOTH_DEFAULTS, TOKENIZERS, BleuConfig
+from . import settings
+from .config import BleuConfig
 from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
 from .shown import shown
 
 PROG = "bleu-spark"
 _IMPORTED = time.time()
 
-# Job-file keys and their defaults; a flag given on the command line wins over the file.
-DEFAULTS = {
-    "input": None, "output": None, "group_by": None, "tokenize": AUTO, "lowercase": False,
-    "smooth_method": "exp", "smooth_value": None, "max_ngram_order": 4,
-    "effective_order": False, "weights": None, "spm_model": None,
-    "candidate_col": "candidate", "references_col": ["references"], "langpair_col": "langpair",
-    "references": None, "join_on": None, "segment_key": None, "on_invalid": "fail",
-    "progress_seconds": 30.0, "grouping_sets": None, "partition_by": None, "report": False,
-    "confidence": False, "bootstrap_method": "poisson", "n_bootstrap": 1000, "seed": 12345,
-    "paired_bs": False, "paired_ar": False, "baseline": None, "n_ar_trials": 10000,
-    "clusters": False, "colocate_references": "auto", "scan": "auto",
-    "metrics": "bleu", "chrf_char_order": 6, "chrf_word_order": 0, "chrf_beta": 2,
-    "chrf_whitespace": False, "chrf_lowercase": False, "chrf_eps_smoothing": False,
-    "ter_case_sensitive": False, "ter_normalized": False, "ter_no_punct": False,
-    "ter_asian_support": False, "segments": False, "segments_columns": None,
-    "allow_empty_input": False,
-}
-
-
-# What each job-file key holds, checked when the file is loaded (YAML gives any type): a kind
-# names the check and the words the error uses. Null means "not set" (the default applies).
-STRING, BOOLEAN, INTEGER, NUMBER = "string", "boolean", "integer", "number"
-COLUMNS = "string or list of strings"
-NUMBERS = "string or list of numbers"
-SETS = "string or list of (string or list of strings)"
-JOB_FILE_KINDS = {
-    "input": STRING, "output": STRING, "group_by": COLUMNS, "tokenize": STRING,
-    "lowercase": BOOLEAN, "smooth_method": STRING, "smooth_value": NUMBER,
-    "max_ngram_order": INTEGER, "effective_order": BOOLEAN, "weights": NUMBERS,
-    "spm_model": STRING, "candidate_col": STRING, "references_col": COLUMNS,
-    "langpair_col": STRING, "references": STRING, "join_on": COLUMNS, "segment_key": COLUMNS,
-    "on_invalid": STRING, "progress_seconds": NUMBER, "grouping_sets": SETS,
-    "partition_by": COLUMNS, "report": BOOLEAN,
-    "confidence": BOOLEAN, "bootstrap_method": STRING, "n_bootstrap": INTEGER, "seed": INTEGER,
-    "paired_bs": BOOLEAN, "paired_ar": BOOLEAN, "baseline": STRING, "n_ar_trials": INTEGER,
-    "clusters": BOOLEAN, "colocate_references": STRING, "scan": STRING,
-    "metrics": COLUMNS, "chrf_char_order": INTEGER, "chrf_word_order": INTEGER,
-    "chrf_beta": INTEGER, "chrf_whitespace": BOOLEAN, "chrf_lowercase": BOOLEAN,
-    "chrf_eps_smoothing": BOOLEAN, "ter_case_sensitive": BOOLEAN, "ter_normalized": BOOLEAN,
-    "ter_no_punct": BOOLEAN, "ter_asian_support": BOOLEAN, "segments": BOOLEAN,
-    "segments_columns": COLUMNS, "allow_empty_input": BOOLEAN,
-}
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_columns(value) -> bool:
-    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
-
-
-_KIND_CHECKS = {
-    STRING: lambda v: isinstance(v, str),
-    BOOLEAN: lambda v: isinstance(v, bool),  # a real YAML boolean: "no" is a string, not False
-    INTEGER: lambda v: isinstance(v, int) and not isinstance(v, bool),
-    NUMBER: _is_number,
-    COLUMNS: _is_columns,
-    NUMBERS: lambda v: isinstance(v, str) or (isinstance(v, list) and all(map(_is_number, v))),
-    SETS: lambda v: isinstance(v, str) or (isinstance(v, list) and all(map(_is_columns, v))),
-}
+# Job-file keys, their defaults and kinds, from the declarations; a flag given on the command
+# line wins over the file.
+DEFAULTS = settings.defaults()
+JOB_FILE_KINDS = {key: option.kind for key, option in settings.job_file_keys().items()}
 
 
 def _yaml_type(value) -> str:
@@ -126,32 +70,31 @@ def parse_grouping_sets(value) -> Optional[tuple]:
     return tuple(sets)
 
 
-def _add_showing(parser) -> None:
-    """The options of the scoring step, shared by `score` and `aggregate`."""
-    show = parser.add_argument_group("groups and output")
-    show.add_argument("--output", help="output directory (required); docs/outputs.md lists what it holds")
-    show.add_argument("--group-by", help="comma-separated group columns "
-                      "(score: system,langpair, those present; aggregate: the table's own; '' for one corpus)")
-    show.add_argument("--grouping-sets", metavar="SETS", help="several groupings in one pass, "
-                      "';'-separated, e.g. 'testset,langpair,system;langpair,system;langpair'")
-    show.add_argument("--report", action=argparse.BooleanOptionalAction, default=None,
-                      help="also write DIR/report.html, a page to look at")
-    bleu = parser.add_argument_group("BLEU scoring (as sacrebleu's options)")
-    bleu.add_argument("--smooth-method", metavar="NAME",
-                      help=f"one of {', '.join(SMOOTH_DEFAULTS)} (default: exp)")
-    bleu.add_argument("--smooth-value", type=float, help="value for floor (0.1) or add-k (1)")
-    bleu.add_argument("--effective-order", action=argparse.BooleanOptionalAction, default=None,
-                      help="leave out orders with no n-grams (off for corpus BLEU)")
-    bleu.add_argument("--weights", help="comma-separated n-gram weights w1,...,wN (default: uniform)")
-    stats = parser.add_argument_group("confidence intervals and paired tests")
-    stats.add_argument("--confidence", action=argparse.BooleanOptionalAction, default=None,
-                       help="a bootstrap confidence interval per group")
-    stats.add_argument("--paired-bs", action=argparse.BooleanOptionalAction, default=None,
-                       help="paired bootstrap test of every system against --baseline")
-    stats.add_argument("--baseline", metavar="SYSTEM", help="the system paired tests compare against")
-    stats.add_argument("--clusters", action=argparse.BooleanOptionalAction, default=None,
-                       help="rank ranges and significance clusters of the systems of each "
-                            "comparison group, on the bootstrap's draws")
+def _add_options(parser, command: str) -> None:
+    """The declared options a command takes, in their help groups."""
+    groups = {}
+    for option in settings.declared():
+        if command not in option.commands:
+            continue
+        if option.group not in groups:
+            groups[option.group] = parser.add_argument_group(option.group)
+        groups[option.group].add_argument(option.flag, **_argument(option))
+
+
+def _argument(option: settings.Option) -> dict:
+    """argparse's keywords for an option. No argparse default: an option not given is None, so
+    the job file's value or the declared default applies."""
+    if option.kind == settings.BOOLEAN:
+        return {"action": argparse.BooleanOptionalAction, "default": None, "help": option.help}
+    kind = {settings.INTEGER: int, settings.NUMBER: float}.get(option.kind)
+    keywords = {"help": option.help, "metavar": option.metavar, "choices": option.choices}
+    if kind:
+        keywords["type"] = kind
+    if option.key == "engine":  # aggregate has no job file: its own default
+        keywords["default"] = option.default
+    if option.key == "stats":
+        keywords["required"] = True
+    return {k: v for k, v in keywords.items() if v is not None}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,96 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     score = commands.add_parser("score", help="score a Parquet table of candidates and references",
                                 description="Score a Parquet table: one corpus BLEU per group.")
-    io = score.add_argument_group("input and output")
-    io.add_argument("--input", help="Parquet file, folder or glob of candidates (required)")
-    io.add_argument("--config", help="YAML job file; flags given here override its keys")
-    io.add_argument("--candidate-col", help="candidate column (default: candidate)")
-    io.add_argument("--references-col", help="array<string> references column (default: "
-                    "references), or comma-separated string columns, one reference each")
-    io.add_argument("--references", metavar="PATH", help="separate Parquet references table: one "
-                    "row per segment (array column named by --references-col) or one row per "
-                    "reference (ref_id, reference)")
-    io.add_argument("--join-on", metavar="COLS", help="with --references: the comma-separated "
-                    "columns both tables share, e.g. testset,langpair,seg_id")
-    io.add_argument("--segment-key", metavar="COLS", help="with inline references: the columns "
-                    "naming a segment (e.g. testset,langpair,seg_id), for duplicate and coverage checks")
-    io.add_argument("--langpair-col", help="language pair column, e.g. en-de (default: langpair)")
-    io.add_argument("--on-invalid", choices=["fail", "quarantine"],
-                    help="unscorable rows: stop (fail, default) or write them to DIR/rejected/")
-    io.add_argument("--progress-seconds", type=float, metavar="S",
-                    help="progress lines on stderr as scoring starts and ends, and every S seconds "
-                         "between (default 30; 0: none)")
-    io.add_argument("--colocate-references", choices=["auto", "always", "never"],
-                    help="always: bring rows sharing references together first (a shuffle of "
-                         "the text) so each reference is tokenized once; auto (default) and never "
-                         "score rows where they lie (the shuffle did not pay where measured)")
-    io.add_argument("--scan", choices=["auto", "spark"],
-                    help="who reads the input: auto (default) lets the Python workers read local "
-                         "Parquet files themselves when rows are scored where they lie; spark: "
-                         "always Spark's Parquet scan")
-    io.add_argument("--segments", action=argparse.BooleanOptionalAction, default=None,
-                    help="also write DIR/segments/: a row per scored row and metric, with its "
-                         "sentence score and statistics (docs/segments.md)")
-    io.add_argument("--segments-columns", metavar="COLS", help="input columns the segments "
-                    "table carries along, e.g. source,candidate,references,doc_id")
-    io.add_argument("--allow-empty-input", action=argparse.BooleanOptionalAction, default=None,
-                    help="an input with no rows is a result with no groups (exit 0), not exit 15")
-    io.add_argument("--partition-by", metavar="COLS", help="write the output's tables as Hive "
-                    "partitions of these input columns (e.g. run_date); a run replaces only its own")
-    _add_showing(score)
-    bleu = score.add_argument_group("BLEU measurement (as sacrebleu's options)")
-    bleu.add_argument("--tokenize", metavar="NAME",
-                      help=f"auto (default: by target language) or one of {', '.join(TOKENIZERS)}")
-    bleu.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
-                      help="lowercase candidates and references")
-    bleu.add_argument("--max-ngram-order", type=int, help="highest n-gram order (default: 4)")
-    bleu.add_argument("--spm-model", help="local SentencePiece model for flores101, flores200, spBLEU-1K")
-    measured = score.add_argument_group("metrics (chrF's and TER's options as sacrebleu's)")
-    measured.add_argument("--metrics", metavar="NAMES",
-                          help="comma-separated metrics measured in one pass: bleu, chrf, chrf++, "
-                               "ter (default: bleu)")
-    measured.add_argument("--chrf-char-order", type=int, metavar="N",
-                          help="chrF character n-gram order (default: 6)")
-    measured.add_argument("--chrf-word-order", type=int, metavar="N",
-                          help="chrF word n-gram order (default: 0; chrf++ is 2)")
-    measured.add_argument("--chrf-beta", type=int, metavar="B",
-                          help="chrF: recall weighs beta times precision (default: 2)")
-    measured.add_argument("--chrf-whitespace", action=argparse.BooleanOptionalAction, default=None,
-                          help="chrF: keep whitespace in character n-grams")
-    measured.add_argument("--chrf-lowercase", action=argparse.BooleanOptionalAction, default=None,
-                          help="chrF: lowercase candidates and references")
-    measured.add_argument("--chrf-eps-smoothing", action=argparse.BooleanOptionalAction, default=None,
-                          help="chrF: mean of per-order F with eps smoothing (chrF++.py's)")
-    measured.add_argument("--ter-case-sensitive", action=argparse.BooleanOptionalAction, default=None,
-                          help="TER: keep case (default: lowercase, as tercom)")
-    measured.add_argument("--ter-normalized", action=argparse.BooleanOptionalAction, default=None,
-                          help="TER: tercom's normalization of the text")
-    measured.add_argument("--ter-no-punct", action=argparse.BooleanOptionalAction, default=None,
-                          help="TER: delete punctuation")
-    measured.add_argument("--ter-asian-support", action=argparse.BooleanOptionalAction, default=None,
-                          help="TER: split Asian scripts (with --ter-normalized or --ter-no-punct)")
-    resample = score.add_argument_group("resampling (with --confidence, --paired-bs, --paired-ar)")
-    resample.add_argument("--paired-ar", action=argparse.BooleanOptionalAction, default=None,
-                          help="paired approximate randomization test against --baseline")
-    resample.add_argument("--bootstrap-method", metavar="M", help="poisson (default: hashed weights, "
-                          "any scale) or sacrebleu (its own draws replayed; test-set sizes)")
-    resample.add_argument("--n-bootstrap", type=int, metavar="B", help="bootstrap resamples (default: 1000)")
-    resample.add_argument("--seed", type=int, help="resampling seed (default: 12345, sacrebleu's)")
-    resample.add_argument("--n-ar-trials", type=int, metavar="T",
-                          help="approximate randomization trials (default: 10000)")
+    _add_options(score, settings.SCORE)
     aggregate = commands.add_parser(
         "aggregate", help="score any grouping or slice of saved statistics, without the text",
         description="Score saved statistics (DIR/stats of a score run) at any coarser grouping "
                     "or slice; equal to a fresh run on the same rows.")
-    aggregate.add_argument("--stats", required=True, metavar="PATH",
-                           help="a result folder of bleu-spark, its stats/ folder, or statistics Parquet")
-    aggregate.add_argument("--where", metavar="PREDICATE",
-                           help="a filter over group and measurement columns, not SQL: comparisons "
-                                "with literals, AND, OR, NOT, IN, BETWEEN, IS NULL, LIKE; "
-                                "e.g. \"langpair = 'en-de'\"")
-    aggregate.add_argument("--engine", choices=["auto", "local", "spark"], default="auto",
-                           help="auto (default): local tables in-process without a JVM, others on Spark")
-    _add_showing(aggregate)
+    _add_options(aggregate, settings.AGGREGATE)
     return parser
 
 
@@ -275,7 +134,7 @@ def load_job_file(path: str) -> dict:
         raise ConfigFileError(f"job file {path} has unknown keys: {', '.join(map(str, unknown))}")
     wrong = [f"{key} is {_yaml_type(value)} {value!r}, expected {JOB_FILE_KINDS[key]}"
              for key, value in values.items()
-             if value is not None and not _KIND_CHECKS[JOB_FILE_KINDS[key]](value)]
+             if value is not None and not settings.KIND_CHECKS[JOB_FILE_KINDS[key]](value)]
     if wrong:
         raise ConfigFileError(f"job file {path}: {'; '.join(wrong)}")
     return {key: value for key, value in values.items() if value is not None}
@@ -302,77 +161,67 @@ def _unique_key_loader():
 
 
 def effective_settings(args: argparse.Namespace) -> dict:
-    settings = dict(DEFAULTS)
+    values = dict(DEFAULTS)
     if args.config:
-        settings.update(load_job_file(args.config))
-    settings.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
-    for key in ("group_by", "weights", "references_col", "join_on", "segment_key", "partition_by",
-                "metrics", "segments_columns"):
-        if isinstance(settings[key], str):
-            settings[key] = _csv(settings[key])
-    settings["grouping_sets"] = parse_grouping_sets(settings["grouping_sets"])
+        values.update(load_job_file(args.config))
+    values.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
+    for key, option in settings.job_file_keys().items():
+        if option.kind in (settings.COLUMNS, settings.NUMBERS) and isinstance(values[key], str):
+            values[key] = _csv(values[key])
+    values["grouping_sets"] = parse_grouping_sets(values["grouping_sets"])
     for key in ("input", "output"):
-        if not settings[key]:
+        if not values[key]:
             raise UsageError(f"--{key} is required (on the command line or in the job file)")
-    return settings
+    return values
 
 
-# Options that only some metrics read, and which: given without one of them, they change nothing.
-BLEU_ONLY = ("lowercase", "smooth_method", "smooth_value", "effective_order", "weights",
-             "max_ngram_order")
-READERS = {**{key: ("bleu",) for key in BLEU_ONLY},
-           **{key: ("chrf", "chrf++") for key in DEFAULTS if key.startswith("chrf_")},
-           "chrf_word_order": ("chrf",),   # chrf++'s is always 2
-           **{key: ("ter",) for key in DEFAULTS if key.startswith("ter_")}}
-
-
-def unused_option_warnings(settings: dict) -> List[str]:
+def unused_option_warnings(values: dict) -> List[str]:
     """A warning for each metric option set (from its default) while no metric that reads it is
     measured: `--ter-normalized` with `--metrics bleu`, `--lowercase` with `--metrics ter`."""
     from .metrics import parse_names
 
-    measured = set(parse_names(settings["metrics"]))
+    measured = set(parse_names(values["metrics"]))
     return [f"--{key.replace('_', '-')} is set but only {' or '.join(readers)} read"
             f"{'s' if len(readers) == 1 else ''} it, and --metrics is {','.join(sorted(measured))}: "
             f"it changes nothing"
-            for key, readers in READERS.items()
-            if settings[key] != DEFAULTS[key] and not measured & set(readers)]
+            for key, readers in settings.metric_options().items()
+            if values[key] != DEFAULTS[key] and not measured & set(readers)]
 
 
-def job_options(settings: dict):
+def job_options(values: dict):
     from .spark.job import JobOptions
 
     config = BleuConfig(
-        tokenize=settings["tokenize"], lowercase=bool(settings["lowercase"]),
-        smooth_method=settings["smooth_method"], smooth_value=settings["smooth_value"],
-        max_ngram_order=settings["max_ngram_order"], effective_order=bool(settings["effective_order"]),
-        weights=settings["weights"], spm_model=settings["spm_model"])
-    group_by = settings["group_by"]
+        tokenize=values["tokenize"], lowercase=bool(values["lowercase"]),
+        smooth_method=values["smooth_method"], smooth_value=values["smooth_value"],
+        max_ngram_order=values["max_ngram_order"], effective_order=bool(values["effective_order"]),
+        weights=values["weights"], spm_model=values["spm_model"])
+    group_by = values["group_by"]
     return JobOptions(
-        input=settings["input"], output=settings["output"],
+        input=values["input"], output=values["output"],
         group_by=tuple(group_by) if group_by is not None else None,
-        candidate_col=settings["candidate_col"], references_cols=tuple(settings["references_col"]),
-        langpair_col=settings["langpair_col"], references=settings["references"],
-        join_on=tuple(settings["join_on"] or ()), segment_key=tuple(settings["segment_key"] or ()),
-        on_invalid=settings["on_invalid"], progress_seconds=settings["progress_seconds"],
-        colocate_references=settings["colocate_references"], scan=settings["scan"],
-        grouping_sets=settings["grouping_sets"], partition_by=tuple(settings["partition_by"] or ()),
-        report=bool(settings["report"]), config=config, resampling=resampling_options(settings),
-        metrics=tuple(settings["metrics"]), segments=bool(settings["segments"]),
-        segments_columns=tuple(settings["segments_columns"] or ()),
-        allow_empty_input=bool(settings["allow_empty_input"]),
-        warnings=tuple(unused_option_warnings(settings)),
-        metric_settings=tuple((k, settings[k]) for k in DEFAULTS if k.startswith(("chrf_", "ter_"))))
+        candidate_col=values["candidate_col"], references_cols=tuple(values["references_col"]),
+        langpair_col=values["langpair_col"], references=values["references"],
+        join_on=tuple(values["join_on"] or ()), segment_key=tuple(values["segment_key"] or ()),
+        on_invalid=values["on_invalid"], progress_seconds=values["progress_seconds"],
+        colocate_references=values["colocate_references"], scan=values["scan"],
+        grouping_sets=values["grouping_sets"], partition_by=tuple(values["partition_by"] or ()),
+        report=bool(values["report"]), config=config, resampling=resampling_options(values),
+        metrics=tuple(values["metrics"]), segments=bool(values["segments"]),
+        segments_columns=tuple(values["segments_columns"] or ()),
+        allow_empty_input=bool(values["allow_empty_input"]),
+        warnings=tuple(unused_option_warnings(values)),
+        metric_settings=tuple((key, values[key]) for key in settings.metric_options()))
 
 
-def resampling_options(settings: dict):
+def resampling_options(values: dict):
     from .bootstrap import Resampling
 
-    return Resampling(confidence=bool(settings["confidence"]), method=settings["bootstrap_method"],
-                      n_bootstrap=settings["n_bootstrap"], seed=settings["seed"],
-                      paired_bs=bool(settings["paired_bs"]), paired_ar=bool(settings["paired_ar"]),
-                      baseline=settings["baseline"], n_ar_trials=settings["n_ar_trials"],
-                      clusters=bool(settings["clusters"]))
+    return Resampling(confidence=bool(values["confidence"]), method=values["bootstrap_method"],
+                      n_bootstrap=values["n_bootstrap"], seed=values["seed"],
+                      paired_bs=bool(values["paired_bs"]), paired_ar=bool(values["paired_ar"]),
+                      baseline=values["baseline"], n_ar_trials=values["n_ar_trials"],
+                      clusters=bool(values["clusters"]))
 
 
 def aggregate_options(args: argparse.Namespace):

@@ -1,29 +1,46 @@
-"""BleuConfig: the metric's settings, with sacrebleu 2.6's defaults, validated once."""
+"""BleuConfig: BLEU's settings, with sacrebleu 2.6's defaults, declared once and validated once."""
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from . import ranges
+from . import settings
 from .errors import ModelFileError, UsageError
-
-# Tokenizer names as sacrebleu 2.6 spells them, plus `auto` (choose by target language).
-TOKENIZERS = ("13a", "intl", "zh", "char", "none", "ja-mecab", "ko-mecab",
-              "flores101", "flores200", "spBLEU-1K")
-SPM_TOKENIZERS = ("flores101", "flores200", "spBLEU-1K")
-AUTO = "auto"
+from .settings import (AUTO, BLEU_MEASUREMENT, BLEU_SCORING, BOOLEAN, BOTH, INTEGER, NUMBER,
+                       NUMBERS, SPM_TOKENIZERS, STRING, TOKENIZERS, Option)
 
 # sacrebleu's per-target-language defaults (its `-l xx-yy` / `trg_lang` logic).
 TOKENIZER_BY_TARGET_LANGUAGE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}
 DEFAULT_TOKENIZER = "13a"
 
-# The highest n-gram order accepted (sacrebleu has no bound; why 10: `ranges`).
-MAX_NGRAM_ORDER = ranges.RANGES["--max-ngram-order"][2]
-
 # Smoothing method -> default smoothing value (None: the method takes no value).
 SMOOTH_DEFAULTS = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}
+
+# BLEU's options. Measuring ones change the statistics; scoring ones only the score, so
+# `aggregate` takes them too.
+OPTIONS = (
+    Option("lowercase", BOOLEAN, False, group=BLEU_MEASUREMENT,
+           help="lowercase candidates and references"),
+    Option("smooth_method", STRING, "exp", group=BLEU_SCORING, commands=BOTH, metavar="NAME",
+           help=f"one of {', '.join(SMOOTH_DEFAULTS)} (default: exp)"),
+    Option("smooth_value", NUMBER, group=BLEU_SCORING, commands=BOTH, bounds=(False, 0, math.inf),
+           help="value for floor (0.1) or add-k (1)"),
+    Option("effective_order", BOOLEAN, False, group=BLEU_SCORING, commands=BOTH,
+           help="leave out orders with no n-grams (off for corpus BLEU)"),
+    Option("weights", NUMBERS, group=BLEU_SCORING, commands=BOTH,
+           help="comma-separated n-gram weights w1,...,wN (default: uniform)"),
+    # BLEU is defined up to 4 (NIST used 5); past 10 only segments of 10+ tokens have such
+    # n-grams, while each order adds two statistics columns and a counting pass.
+    Option("max_ngram_order", INTEGER, 4, group=BLEU_MEASUREMENT, bounds=(True, 1, 10),
+           help="highest n-gram order (default: 4)"),
+)
+_OPTION = {o.key: o for o in OPTIONS}
+
+# The highest n-gram order accepted (sacrebleu has no bound).
+MAX_NGRAM_ORDER = _OPTION["max_ngram_order"].bounds[2]
 
 
 # ISO 639-1: the two-letter language codes, to tell a language from a region (`zh-cn`, `ja-jp`).
@@ -120,14 +137,15 @@ def spaceless_warning(langpair: Optional[str], tokenizer: str, n_segments: int,
 
 @dataclass(frozen=True)
 class BleuConfig:
+    """BLEU's options (`OPTIONS`, with their defaults) and the run's text settings it reads."""
     tokenize: str = AUTO
-    lowercase: bool = False
-    smooth_method: str = "exp"
-    smooth_value: Optional[float] = None
-    max_ngram_order: int = 4
-    effective_order: bool = False
+    lowercase: bool = _OPTION["lowercase"].default
+    smooth_method: str = _OPTION["smooth_method"].default
+    smooth_value: Optional[float] = _OPTION["smooth_value"].default
+    max_ngram_order: int = _OPTION["max_ngram_order"].default
+    effective_order: bool = _OPTION["effective_order"].default
     # Non-uniform n-gram weights w_1..w_N; None means standard BLEU (uniform weights).
-    weights: Optional[Tuple[float, ...]] = None
+    weights: Optional[Tuple[float, ...]] = _OPTION["weights"].default
     # Local SentencePiece model for flores101 / flores200 / spBLEU-1K.
     spm_model: Optional[str] = None
 
@@ -139,8 +157,8 @@ class BleuConfig:
             raise UsageError(f"unknown smoothing method {self.smooth_method!r}; "
                              f"choose one of: {', '.join(SMOOTH_DEFAULTS)}")
         if self.smooth_value is not None:
-            ranges.check("--smooth-value", self.smooth_value)
-        ranges.check("--max-ngram-order", self.max_ngram_order)
+            _OPTION["smooth_value"].check(self.smooth_value)
+        _OPTION["max_ngram_order"].check(self.max_ngram_order)
         object.__setattr__(self, "weights", self._checked_weights())
         if self.tokenize in SPM_TOKENIZERS:
             self.require_spm_model(self.tokenize)
@@ -148,7 +166,7 @@ class BleuConfig:
     def _checked_weights(self) -> Optional[Tuple[float, ...]]:
         if self.weights is None:
             return None
-        weights = ranges.check_weights(self.weights)
+        weights = settings.check_weights(self.weights)
         order = self.max_ngram_order
         if len(weights) != order:
             raise UsageError(f"{len(weights)} weights given for max n-gram order {order}; "

@@ -29,6 +29,9 @@ from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Tuple, Unio
 import numpy as np
 import pyarrow as pa
 
+from ..errors import IncompatibleStatisticsError
+from ..settings import Option
+
 SUM, MIN, MAX = "sum", "min", "max"
 
 # A band: (lowest score, whether the lowest score itself belongs to it, name, bar colour).
@@ -42,6 +45,14 @@ class StatColumn:
     name: str
     type: pa.DataType = pa.int64()
     combine: str = SUM
+
+
+def options_fields(text: str, title: str) -> dict:
+    """The fields of a statistics table's `metric_options` text (`nc:6|nw:0|...`)."""
+    try:
+        return dict(part.split(":", 1) for part in text.split("|"))
+    except ValueError:
+        raise IncompatibleStatisticsError(f"{title} statistics with unreadable options {text!r}") from None
 
 
 def nrefs_label(min_refs: int, max_refs: int) -> Union[int, str]:
@@ -63,6 +74,9 @@ class Metric(ABC):
     result_types: ClassVar[Mapping[str, pa.DataType]] = {}
     # Group columns may not start with these (statistic columns of the metric have them).
     column_prefixes: ClassVar[Tuple[str, ...]] = ()
+    # Its options (`bleu_spark.settings`): the command line, the job file and the checks come
+    # from these declarations.
+    options_declared: ClassVar[Tuple[Option, ...]] = ()
 
     # --- measuring -------------------------------------------------------------------------
 
@@ -70,6 +84,12 @@ class Metric(ABC):
     @abstractmethod
     def from_settings(cls, settings: Mapping[str, Any], choices: Any) -> "Metric":
         """The metric as a run's options set it (`settings`: the job's flat option values)."""
+
+    @classmethod
+    def option_values(cls, settings: Mapping[str, Any]) -> dict:
+        """Its options' values among a run's settings, by field of its options, those set."""
+        return {o.metric_field: settings[o.key] for o in cls.options_declared
+                if settings.get(o.key) is not None}
 
     @classmethod
     @abstractmethod

@@ -18,7 +18,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import pyarrow as pa
 
-from ..config import AUTO, BleuConfig
+from ..config import AUTO, OPTIONS, BleuConfig
 from ..signature import bleu_signature
 from ..stats import segment_statistics, stats_names
 from .base import Metric, StatColumn, nrefs_label
@@ -230,6 +230,7 @@ class Bleu(Metric):
                     "ref_len": pa.int64(), "n_segments": pa.int64(), "tokenize": pa.string(),
                     "signature": pa.string(), "verbose": pa.string()}
     column_prefixes = ("correct_", "total_")
+    options_declared = OPTIONS
 
     def __init__(self, config: BleuConfig, tokenizer_signature: Optional[str] = None,
                  version: Optional[str] = None):

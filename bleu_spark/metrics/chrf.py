@@ -16,31 +16,42 @@ from typing import Any, List, Mapping, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .. import ranges
 from ..errors import IncompatibleStatisticsError, UsageError
-from .base import Metric, StatColumn, nrefs_label
+from ..settings import BOOLEAN, INTEGER, METRICS, Option
+from .base import Metric, StatColumn, nrefs_label, options_fields
 from .chrf_kernel import ChrfOptions, chrf_score, chrf_scores, chrf_statistics
 
 PREFIX = "chrf_"
 _COLUMN = re.compile(r"chrf_([cw])(\d+)_(hyp|ref|match)$")
 _PARTS = ("hyp", "ref", "match")
-# Job option -> ChrfOptions field, sacrebleu's command-line names without `--chrf-`.
-SETTINGS = {"chrf_char_order": "char_order", "chrf_word_order": "word_order",
-            "chrf_beta": "beta", "chrf_whitespace": "whitespace",
-            "chrf_lowercase": "lowercase", "chrf_eps_smoothing": "eps_smoothing"}
-DEFAULTS = {key: getattr(ChrfOptions(), field) for key, field in SETTINGS.items()}
+
+def _option(field: str, kind: str, help: str, bounds=None, metavar=None) -> Option:
+    """A chrF option: sacrebleu's command-line name with `--chrf-`, its `CHRF(...)` default."""
+    return Option(f"{PREFIX}{field}", kind, getattr(ChrfOptions(), field), help=help,
+                  group=METRICS, bounds=bounds, metavar=metavar, field=field)
+
+
+# sacrebleu has no bounds; each order costs three statistics columns and a pass.
+OPTIONS = (
+    _option("char_order", INTEGER, "chrF character n-gram order (default: 6)", (True, 0, 10), "N"),
+    _option("word_order", INTEGER, "chrF word n-gram order (default: 0; chrf++ is 2)", (True, 0, 10), "N"),
+    _option("beta", INTEGER, "chrF: recall weighs beta times precision (default: 2)", (True, 0, 100), "B"),
+    _option("whitespace", BOOLEAN, "chrF: keep whitespace in character n-grams"),
+    _option("lowercase", BOOLEAN, "chrF: lowercase candidates and references"),
+    _option("eps_smoothing", BOOLEAN, "chrF: mean of per-order F with eps smoothing (chrF++.py's)"),
+)
 
 
 def checked(options: ChrfOptions) -> ChrfOptions:
     """The options, validated once: orders and beta are integers in their ranges."""
-    for key, field in SETTINGS.items():
-        value = getattr(options, field)
-        if field in ("char_order", "word_order", "beta"):
+    for option in OPTIONS:
+        value = getattr(options, option.field)
+        if option.kind == INTEGER:
             if isinstance(value, bool) or not isinstance(value, int):
-                raise UsageError(f"--{key.replace('_', '-')} must be an integer, not {value!r}")
-            ranges.check(f"--{key.replace('_', '-')}", value)
+                raise UsageError(f"{option.flag} must be an integer, not {value!r}")
+            option.check(value)
         elif not isinstance(value, bool):
-            raise UsageError(f"--{key.replace('_', '-')} must be true or false, not {value!r}")
+            raise UsageError(f"{option.flag} must be true or false, not {value!r}")
     if options.order == 0:
         raise UsageError("chrF needs a character or word order of at least 1")
     return options
@@ -53,8 +64,8 @@ def options_text(options: ChrfOptions) -> str:
 
 
 def options_of(text: str, lowercase: bool) -> ChrfOptions:
+    fields = options_fields(text, "chrF")
     try:
-        fields = dict(part.split(":", 1) for part in text.split("|"))
         return ChrfOptions(char_order=int(fields["nc"]), word_order=int(fields["nw"]),
                            beta=int(fields["beta"]), lowercase=bool(lowercase),
                            whitespace=fields["space"] == "yes", eps_smoothing=fields["eps"] == "yes")
@@ -72,6 +83,7 @@ class Chrf(Metric):
                     "beta": pa.int64(), "n_segments": pa.int64(), "tokenize": pa.string(),
                     "signature": pa.string(), "verbose": pa.string()}
     column_prefixes = (PREFIX,)
+    options_declared = OPTIONS
 
     def __init__(self, options: ChrfOptions, version: Optional[str] = None):
         self.options = checked(options)
@@ -79,8 +91,7 @@ class Chrf(Metric):
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], choices: Any = None) -> "Chrf":
-        values = {field: settings.get(key) for key, field in SETTINGS.items()}
-        values = {k: v for k, v in values.items() if v is not None}
+        values = cls.option_values(settings)
         if cls.default_word_order:  # chrF++: its word order is its name's
             values["word_order"] = cls.default_word_order
         return cls(ChrfOptions(**values))
@@ -154,3 +165,4 @@ class ChrfPlusPlus(Chrf):
     name = "chrf++"
     title = "chrF++"
     default_word_order = 2
+    options_declared = tuple(o for o in OPTIONS if o.field != "word_order")   # its word order is 2

@@ -19,14 +19,20 @@ import pyarrow as pa
 import sacrebleu
 
 from ..errors import IncompatibleStatisticsError, UsageError
-from .base import Metric, StatColumn, nrefs_label
+from ..settings import BOOLEAN, METRICS, Option
+from .base import Metric, StatColumn, nrefs_label, options_fields
 from .ter_kernel import TerOptions, ter_score, ter_statistics
 
 PREFIX = "ter_"
 SCALE = 2520  # lcm(1..10): the mean of up to 10 reference lengths times this is an integer
 COLUMNS = ("ter_edits", "ter_ref_len_scaled")
-SETTINGS = {"ter_case_sensitive": "case_sensitive", "ter_normalized": "normalized",
-            "ter_no_punct": "no_punct", "ter_asian_support": "asian_support"}
+# sacrebleu's `TER(...)` options, as its command line names them with `--ter-`.
+OPTIONS = tuple(Option(f"{PREFIX}{field}", BOOLEAN, getattr(TerOptions(), field), help=help,
+                       group=METRICS, field=field) for field, help in (
+    ("case_sensitive", "TER: keep case (default: lowercase, as tercom)"),
+    ("normalized", "TER: tercom's normalization of the text"),
+    ("no_punct", "TER: delete punctuation"),
+    ("asian_support", "TER: split Asian scripts (with --ter-normalized or --ter-no-punct)")))
 
 
 def options_text(options: TerOptions) -> str:
@@ -36,8 +42,8 @@ def options_text(options: TerOptions) -> str:
 
 
 def options_of(text: str, lowercase: bool) -> TerOptions:
+    fields = options_fields(text, "TER")
     try:
-        fields = dict(part.split(":", 1) for part in text.split("|"))
         return TerOptions(case_sensitive=not lowercase, normalized=fields["norm"] == "yes",
                           no_punct=fields["punct"] == "no", asian_support=fields["asian"] == "yes")
     except (KeyError, ValueError):
@@ -54,18 +60,19 @@ class Ter(Metric):
                     "n_segments": pa.int64(), "tokenize": pa.string(), "signature": pa.string(),
                     "verbose": pa.string()}
     column_prefixes = (PREFIX,)
+    options_declared = OPTIONS
 
     def __init__(self, options: TerOptions = TerOptions(), version: Optional[str] = None):
-        for field in SETTINGS.values():
-            if not isinstance(getattr(options, field), bool):
-                raise UsageError(f"TER's {field} must be true or false, not {getattr(options, field)!r}")
+        for option in OPTIONS:
+            value = getattr(options, option.field)
+            if not isinstance(value, bool):
+                raise UsageError(f"TER's {option.field} must be true or false, not {value!r}")
         self.options = options
         self.version = version or sacrebleu.__version__
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], choices: Any = None) -> "Ter":
-        values = {field: settings.get(key) for key, field in SETTINGS.items()}
-        return cls(TerOptions(**{k: v for k, v in values.items() if v is not None}))
+        return cls(TerOptions(**cls.option_values(settings)))
 
     @classmethod
     def owns_column(cls, name: str) -> bool:
