@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import sacrebleu
 
-from . import __version__, bootstrap, output as out, predicate, ranges, segments, statstable, views
+from . import __version__, bootstrap, predicate, ranges, segments, statstable, store, views
 from .config import BleuConfig
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 
@@ -104,8 +104,8 @@ def grouping_sets(options: AggregateOptions, stats: pa.Table) -> List[views.Grou
 
 def partition_columns(path: str) -> Tuple[str, ...]:
     """The partition columns a saved result was written with (the report's time axis)."""
-    fs, root = out.filesystem(path)
-    marker = out.read_marker(fs, root)
+    fs, root = store.filesystem(path)
+    marker = store.read_marker(fs, root)
     return tuple(marker.get("partition_by") or ()) if marker else ()
 
 
@@ -124,8 +124,8 @@ def check_output_apart(stats: str, output: str) -> None:
 
 def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
     started = time.time()
-    run_id = out.new_run_id()
-    output = out.open_output(options.output, (), run_id) if options.output else None
+    run_id = store.new_run_id()
+    output = store.open_output(options.output, (), run_id) if options.output else None
     try:
         stats = _read(options, spark)
         statstable.check_measurement(stats)

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import bootstrap, metrics, output, statstable
+from . import bootstrap, metrics, statstable, store
 from .errors import UsageError
 
 TABLE = "segments"
@@ -57,7 +57,7 @@ class SegmentsWriter:
 
     def __init__(self, plan: SegmentsPlan, task: int, attempt: int):
         self.plan = plan
-        self.fs, self.root = output.filesystem(plan.uri)
+        self.fs, self.root = store.filesystem(plan.uri)
         self.name = f"part-{task:05d}-{plan.run_id}.parquet"
         self.attempt = attempt
         self.writers: Dict[str, pq.ParquetWriter] = {}
@@ -68,9 +68,9 @@ class SegmentsWriter:
         partition_by = self.plan.partition_by
         if not partition_by:
             return self._writer("", table.schema).write_table(table)
-        for values in output.partition_values(table, partition_by):
-            part = table.filter(output.rows_of(table, partition_by, values)).drop_columns(list(partition_by))
-            self._writer(output.partition_path(partition_by, values), part.schema).write_table(part)
+        for values in store.partition_values(table, partition_by):
+            part = table.filter(store.rows_of(table, partition_by, values)).drop_columns(list(partition_by))
+            self._writer(store.partition_path(partition_by, values), part.schema).write_table(part)
 
     def _writer(self, folder: str, schema: pa.Schema) -> pq.ParquetWriter:
         if folder not in self.writers:

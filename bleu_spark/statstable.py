@@ -34,9 +34,10 @@ from typing import Dict, Mapping, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import sacrebleu
 
-from . import metrics, output, predicate
+from . import metrics, predicate, store
 from .errors import IncompatibleStatisticsError, InputNotFoundError, UsageError
 from .predicate import Predicate
 
@@ -287,20 +288,20 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
     columns before any row is read and given to the scan (partitions it excludes are skipped)."""
     import pyarrow.dataset as ds
 
-    output.recover_before_reading(path)  # never a half-committed folder
-    fs, root = output.filesystem(path)
-    marker = output.read_marker(fs, root)
+    store.recover_before_reading(path)  # never a half-committed folder
+    fs, root = store.filesystem(path)
+    marker = store.read_marker(fs, root)
     if marker is not None:
         root = f"{root}/stats"
     elif os.path.basename(root) in STATISTICS_FOLDERS:  # a table of an output folder
-        marker = output.read_marker(fs, os.path.dirname(root))
+        marker = store.read_marker(fs, os.path.dirname(root))
     info = fs.get_file_info(root)
-    if info.type == output.pafs.FileType.NotFound:
+    if info.type == pafs.FileType.NotFound:
         raise InputNotFoundError(f"statistics path not found: {path}")
     if marker and marker.get("partition_by"):
         types = marker.get("partition_types", {})
         partitioning = ds.partitioning(pa.schema(
-            [(c, output.PARTITION_TYPES.get(types.get(c), pa.string())) for c in marker["partition_by"]]),
+            [(c, store.PARTITION_TYPES.get(types.get(c), pa.string())) for c in marker["partition_by"]]),
             flavor="hive")
     else:
         partitioning = "hive"

@@ -519,7 +519,7 @@ def without_trials(stats: pa.Table) -> pa.Table:
 def stats_after_commit(output, stats: pa.Table) -> pa.Table:
     """The statistics a partitioned folder will hold once `output` is committed: those of the
     partitions it keeps, and this run's (which replace theirs wherever this run staged)."""
-    from . import output as out
+    from . import store
     from .errors import InputNotFoundError
 
     stats = without_trials(stats)
@@ -527,7 +527,7 @@ def stats_after_commit(output, stats: pa.Table) -> pa.Table:
         held = statstable.read(output.uri)
     except InputNotFoundError:  # nothing committed yet
         return stats
-    kept = out.rows_outside(held, output.partition_by, output.staged_partitions())
+    kept = store.rows_outside(held, output.partition_by, output.staged_partitions())
     kept = _typed_like(kept, stats, output.partition_by)  # as recorded -> as this run's input
     return pa.concat_tables([kept, stats], promote_options="permissive")
 

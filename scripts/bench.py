@@ -1130,7 +1130,7 @@ def ensure_stats_table(workdir: Path, n_rows: int, seed: int = 7) -> Path:
     import numpy as np
     import pyarrow as pa
 
-    from bleu_spark import output, statstable
+    from bleu_spark import statstable, store
     from bleu_spark.stats import stats_names
 
     rng = np.random.default_rng(seed)
@@ -1152,7 +1152,7 @@ def ensure_stats_table(workdir: Path, n_rows: int, seed: int = 7) -> Path:
          "n_reference_segments": pa.nulls(n_rows, pa.int64()), "min_refs": one(1, pa.int32()),
          "max_refs": one(1, pa.int32())},
         {name: pa.array(stats[name]) for name in stats_names(4)})
-    out = output.open_output(str(folder))
+    out = store.open_output(str(folder))
     out.write_table("stats", table)
     out.commit({"generated": n_rows})
     return folder

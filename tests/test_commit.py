@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bleu_spark import cli, output, statstable
+from bleu_spark import cli, statstable, store
+from bleu_spark.store import journal
 from test_views import measured, save
 
 
@@ -58,7 +59,7 @@ def stats_of(run, day):
 
 def write_run(folder, run, days, rejected_days, partition_by=("day",)):
     """A run's tables (every row names its run), committed as `score` commits them."""
-    out = output.open_output(folder, partition_by, run)
+    out = store.open_output(folder, partition_by, run)
     out.write_table("stats", pa.concat_tables([stats_of(run, d) for d in days]))
     for table in ("scores", "dashboard"):
         out.write_table(table, pa.table({"day": days, "run": [run] * len(days)}))
@@ -92,7 +93,7 @@ def in_child(target, *args, kill_at=None):
     """`target(*args)` in a forked process that dies (os._exit, as SIGKILL: no cleanup) at the
     kill_at-th file system step of a commit or recovery; its exit code."""
     def run():
-        output.commit_hook = killer(kill_at) if kill_at else None
+        journal.commit_hook = killer(kill_at) if kill_at else None
         target(*args)
     process = multiprocessing.get_context("fork").Process(target=run)
     process.start()
@@ -102,23 +103,23 @@ def in_child(target, *args, kill_at=None):
 
 def count_steps(target, *args):
     steps = []
-    output.commit_hook = steps.append
+    journal.commit_hook = steps.append
     try:
         target(*args)
     finally:
-        output.commit_hook = None
+        journal.commit_hook = None
     return len(steps)
 
 
 def committed(folder, run, days, rejected_days, partition_by):
     """The run with its commit killed at the hook's step (the hook is set for the commit only)."""
-    hook, output.commit_hook = output.commit_hook, None
-    original = output.PartitionedOutput.commit if partition_by else output.WholeOutput.commit
+    hook, journal.commit_hook = journal.commit_hook, None
+    original = store.PartitionedOutput.commit if partition_by else store.WholeOutput.commit
 
     def commit(self, *args, **kwargs):
-        output.commit_hook = hook
+        journal.commit_hook = hook
         return original(self, *args, **kwargs)
-    setattr(output.PartitionedOutput if partition_by else output.WholeOutput, "commit", commit)
+    setattr(store.PartitionedOutput if partition_by else store.WholeOutput, "commit", commit)
     write_run(folder, run, days, rejected_days, partition_by)
 
 
@@ -128,7 +129,7 @@ def read_back(folder):
 
 
 def reopen(folder, partition_by):
-    output.open_output(folder, partition_by).abort()
+    store.open_output(folder, partition_by).abort()
 
 
 @pytest.mark.parametrize("partition_by", [("day",), ()], ids=["partitioned", "whole"])
@@ -257,12 +258,12 @@ def test_a_commit_cut_short_in_its_own_process_is_finished_by_its_abort(tmp_path
     def stop(what):  # as SIGTERM's handler raising in the middle of the moves
         if what.startswith("move in") and "d3" in what:
             raise Stop
-    out = output.open_output(folder, ("day",), "B")
-    monkeypatch.setattr(output, "open_output", lambda *args: out)
-    monkeypatch.setattr(output, "commit_hook", stop)
+    out = store.open_output(folder, ("day",), "B")
+    monkeypatch.setattr(store, "open_output", lambda *args: out)
+    monkeypatch.setattr(journal, "commit_hook", stop)
     with pytest.raises(Stop):
         write_run(folder, *NEW)
-    monkeypatch.setattr(output, "commit_hook", None)
+    monkeypatch.setattr(journal, "commit_hook", None)
     assert state(folder) != state(str(expected))
     out.abort()
     assert state(folder) == state(str(expected))

@@ -454,15 +454,15 @@ def test_a_stop_signal_after_the_output_is_written_says_so(monkeypatch, capsys):
 
 
 def _output(tmp_path, partition_by=()):
-    from bleu_spark import output
+    from bleu_spark import store
 
-    return output.open_output(str(tmp_path / "out"), partition_by)
+    return store.open_output(str(tmp_path / "out"), partition_by)
 
 
 @pytest.mark.parametrize("partition_by", [(), ("run_date",)])
 def test_stale_staging_folders_of_the_output_are_removed_live_ones_kept(tmp_path, partition_by):
     import socket
-    from bleu_spark import output
+    from bleu_spark.store import layout
 
     first = _output(tmp_path, partition_by)
     place, prefix = first._staging_place()
@@ -473,7 +473,7 @@ def test_stale_staging_folders_of_the_output_are_removed_live_ones_kept(tmp_path
         path = os.path.join(place, prefix + name)
         os.makedirs(path)
         if owner is not None:
-            with open(os.path.join(path, output.OWNER), "w") as handle:
+            with open(os.path.join(path, layout.OWNER), "w") as handle:
                 json.dump(owner, handle)
         return path
 

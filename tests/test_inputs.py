@@ -10,7 +10,7 @@ import pytest
 from bleu_spark import BleuConfig
 from bleu_spark.errors import InvalidRowsError, OutputError
 from bleu_spark.oracle import sacrebleu_score
-from bleu_spark import output
+from bleu_spark import store
 from bleu_spark.spark import inputs
 from bleu_spark.spark.job import JobOptions, run_job, score_dataframe
 from conftest import random_sentences
@@ -180,7 +180,7 @@ def test_a_failure_while_writing_leaves_the_previous_result_whole(spark, tmp_pat
     def disk_full(self, name, value):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(output.WholeOutput, "write_json", disk_full)
+    monkeypatch.setattr(store.WholeOutput, "write_json", disk_full)
     with pytest.raises(OSError):
         run(spark, tmp_path, rows, group_by=("langpair",))
     after = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir() if p.is_file()}

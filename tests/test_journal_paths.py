@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from bleu_spark import output
+from bleu_spark import store
+from bleu_spark.store import layout
 from bleu_spark.cli import main
 from bleu_spark.errors import ForeignFileError
 from test_predicate import save, stats_table
@@ -22,7 +23,7 @@ def victim(tmp_path):
     (folder / "precious.txt").write_text("keep me")
     (folder / "run_date=2026-01-01" / "data.txt").write_text("keep me too")
     # a victim that looks like a result, as a retired DIR would
-    (folder / output.MARKER).write_text(json.dumps({"format": output.OUTPUT_FORMAT}))
+    (folder / layout.MARKER).write_text(json.dumps({"format": layout.OUTPUT_FORMAT}))
     return folder
 
 
@@ -43,7 +44,7 @@ def whole(tmp_path):
 
 def plant(folder, journal):
     os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, output.JOURNAL), "w") as handle:
+    with open(os.path.join(folder, layout.JOURNAL), "w") as handle:
         handle.write(journal if isinstance(journal, str) else json.dumps(journal))
 
 
@@ -58,7 +59,7 @@ def refused_everywhere(dir_, tmp_path, capsys, name_in_message, journal=True):
     assert not (tmp_path / "agg").exists()
     if journal:
         with pytest.raises(ForeignFileError):
-            output.recover(dir_)
+            store.recover(dir_)
     return err
 
 
@@ -82,7 +83,7 @@ def test_a_partitioned_journal_naming_a_path_outside_dir_is_refused(partitioned,
     staging = f"{partitioned}/.staging-{RUN}"
     plant(staging, {"run_id": RUN, "owner": DEAD, **journal})
     before = snapshot(victim), snapshot(tmp_path / "out")
-    refused_everywhere(partitioned, tmp_path, capsys, f"{staging}/{output.JOURNAL}")
+    refused_everywhere(partitioned, tmp_path, capsys, f"{staging}/{layout.JOURNAL}")
     assert (snapshot(victim), snapshot(tmp_path / "out")) == before
 
 
@@ -132,7 +133,7 @@ def test_a_whole_commit_journal_naming_another_folder_or_of_another_shape_is_ref
     folder = f"{os.path.dirname(whole)}/.res.staging-{RUN}" if where == "staging" else whole
     plant(folder, make(whole, victim))
     before = snapshot(victim), snapshot(tmp_path / "out")
-    refused_everywhere(whole, tmp_path, capsys, f"{folder}/{output.JOURNAL}")
+    refused_everywhere(whole, tmp_path, capsys, f"{folder}/{layout.JOURNAL}")
     assert (snapshot(victim), snapshot(tmp_path / "out")) == before
 
 
@@ -152,12 +153,12 @@ def test_a_retired_folder_that_is_a_symbolic_link_is_refused(whole, victim, tmp_
 ])
 def test_a_marker_naming_partition_folders_outside_or_of_another_shape_is_refused(
         partitioned, tmp_path, capsys, marker):
-    path = f"{partitioned}/{output.MARKER}"
+    path = f"{partitioned}/{layout.MARKER}"
     with open(path, "w") as handle:
-        json.dump({"format": output.OUTPUT_FORMAT, "format_version": 1, **marker}, handle)
+        json.dump({"format": layout.OUTPUT_FORMAT, "format_version": 1, **marker}, handle)
     refused_everywhere(partitioned, tmp_path, capsys, path, journal=False)
     with pytest.raises(ForeignFileError):
-        output.open_output(partitioned, ("run_date",))
+        store.open_output(partitioned, ("run_date",))
 
 
 def test_well_formed_journals_still_finish_a_dead_commit(partitioned, tmp_path):
@@ -168,7 +169,7 @@ def test_well_formed_journals_still_finish_a_dead_commit(partitioned, tmp_path):
         handle.write("new")
     plant(staging, {"run_id": RUN, "owner": DEAD,
                     "swaps": [["stats", "run_date=2026-01-09", True]], "files": []})
-    output.recover(partitioned)
+    store.recover(partitioned)
     assert open(f"{partitioned}/stats/run_date=2026-01-09/part.txt").read() == "new"
     assert not os.path.exists(staging)
 
@@ -186,4 +187,4 @@ def test_a_dead_runs_journal_spelling_dir_by_another_path_is_still_replayed(
     code = main(["aggregate", "--stats", whole, "--output", str(tmp_path / "agg")])
     assert code == 0, capsys.readouterr().err
     assert not os.path.exists(staging) and not os.path.exists(f"{os.path.dirname(whole)}/.res.old-{RUN}")
-    assert not os.path.exists(f"{whole}/{output.JOURNAL}")   # the commit finished
+    assert not os.path.exists(f"{whole}/{layout.JOURNAL}")   # the commit finished

@@ -8,7 +8,7 @@ import re
 import pyarrow as pa
 import pytest
 
-from bleu_spark import output, predicate, statstable
+from bleu_spark import predicate, statstable, store
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
 from bleu_spark.cli import main
 from bleu_spark.errors import EmptySelectionError, UsageError
@@ -42,7 +42,7 @@ def stats_table(n: int = len(SYSTEMS)) -> pa.Table:
 
 
 def save(folder, table, partition_by=()):
-    out = output.open_output(str(folder), partition_by)
+    out = store.open_output(str(folder), partition_by)
     out.write_table("stats", table)
     out.commit({"run_id": out.run_id})
     return str(folder)

@@ -13,7 +13,7 @@ import pytest
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
 from bleu_spark.spark.job import JobOptions, run_job
 from bleu_spark.oracle import sacrebleu_score
-from bleu_spark import BleuConfig, output
+from bleu_spark import BleuConfig, store
 from conftest import ROOT, SAMPLE, random_sentences
 from matching import assert_matches_sacrebleu
 
@@ -121,7 +121,7 @@ def test_a_rerun_replaces_its_day_only_and_a_failed_rerun_keeps_it(spark, tmp_pa
     def broken(self, name, table):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(output.PartitionedOutput, "write_table", broken)
+    monkeypatch.setattr(store.PartitionedOutput, "write_table", broken)
     with pytest.raises(OSError):
         run_job(spark, JobOptions(input=day3, output=str(out), partition_by=("run_date",)))
     assert files_of(out / "scores" / "run_date=2026-01-03") == day3_files

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bleu_spark import BleuConfig, output, statstable, views
+from bleu_spark import BleuConfig, statstable, store, views
+from bleu_spark.errors import OutputError
 from bleu_spark.stats import segment_statistics, stats_names
 from bleu_spark.tokenizers import LineTokenizer
 from conftest import ROOT, random_sentences
@@ -37,7 +38,7 @@ def measured(rng, n, tokenize="13a", lowercase=False, **groups):
 
 
 def save(folder, *tables):
-    out = output.open_output(str(folder))
+    out = store.open_output(str(folder))
     out.write_table("stats", pa.concat_tables(tables))
     out.commit({"run_id": out.run_id})
     return str(folder)
@@ -131,10 +132,10 @@ def test_an_output_with_a_run_json_of_another_tool_is_not_replaced(tmp_path):
 
 
 def test_a_file_saved_into_the_output_while_the_run_works_is_kept(tmp_path):
-    out = output.open_output(str(tmp_path / "out"))
+    out = store.open_output(str(tmp_path / "out"))
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "notes.txt").write_text("mine")
-    with pytest.raises(output.OutputError, match="refusing to replace it"):
+    with pytest.raises(OutputError, match="refusing to replace it"):
         out.commit({})
     assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
 
@@ -142,7 +143,7 @@ def test_a_file_saved_into_the_output_while_the_run_works_is_kept(tmp_path):
 def _write_partition(folder, day, marker_value, barrier):
     """One run's commit of a partition, started with the others at the barrier."""
     table = pa.table({"day": pa.array([day], pa.string()), "value": pa.array([marker_value])})
-    out = output.open_output(folder, ("day",))
+    out = store.open_output(folder, ("day",))
     for name in ("stats", "scores", "dashboard"):
         out.write_table(name, table)
     barrier.wait()
@@ -177,8 +178,8 @@ def test_group_columns_named_like_output_fields_are_refused():
 
 
 def test_a_partition_value_too_long_for_a_folder_name_is_one_line(tmp_path):
-    out = output.open_output(str(tmp_path / "out"), ("text",))
-    with pytest.raises(output.OutputError, match="cannot write stats/text=x{100}.*File name too long"):
+    out = store.open_output(str(tmp_path / "out"), ("text",))
+    with pytest.raises(OutputError, match="cannot write stats/text=x{100}.*File name too long"):
         out.write_table("stats", pa.table({"text": ["x" * 300], "value": [1]}))
     out.abort()
     assert not [p for p in os.listdir(tmp_path / "out") if p.startswith(".staging")]

@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import metrics, output as out, predicate, segments, statstable
+from .. import metrics, predicate, segments, statstable, store
 from ..errors import InputNotFoundError
 from ..predicate import Predicate
 from . import io
@@ -26,12 +26,12 @@ def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None
                kept: Optional[Sequence[str]] = None, resample: bool = False) -> pa.Table:
     """Statistics summed per group (`kept`: the group columns asked for; None: all of the
     table's). A segments table's replicate sums are drawn here, per group, when `resample`."""
-    out.recover_before_reading(path)  # never a half-committed folder
-    fs, root = out.filesystem(path)
-    marker = out.read_marker(fs, root)
+    store.recover_before_reading(path)  # never a half-committed folder
+    fs, root = store.filesystem(path)
+    marker = store.read_marker(fs, root)
     stats_path = path.rstrip("/") + "/stats" if marker else path
     if marker is None and os.path.basename(root) in statstable.STATISTICS_FOLDERS:
-        marker = out.read_marker(fs, os.path.dirname(root))
+        marker = store.read_marker(fs, os.path.dirname(root))
     if marker and marker.get("partition_by"):
         frame = read_partitioned(spark, stats_path, marker)
     else:
@@ -100,14 +100,14 @@ def read_partitioned(spark: SparkSession, stats_path: str, marker: dict) -> Data
     files = [r[0] for r in frame.select(FILE).distinct().collect()]
     # Spark gives each path as a URI (a folder `v=%25` as `v=%2525`): decoded once here, and once
     # more by `partition_value`, as the writer escaped it.
-    values = [[out.partition_value(p) for p in unquote(f).split("/")[-1 - len(columns):-1]]
+    values = [[store.partition_value(p) for p in unquote(f).split("/")[-1 - len(columns):-1]]
               for f in files]
     schema = T.StructType([T.StructField(c, T.StringType()) for c in [FILE, *columns]])
     found = spark.createDataFrame([[f, *v] for f, v in zip(files, values)], schema)
     frame = frame.join(F.broadcast(found), FILE).drop(FILE)
     types = marker.get("partition_types", {})
     for column in columns:  # read back with the types the writing run recorded
-        arrow_type = out.PARTITION_TYPES.get(types.get(column), pa.string())
+        arrow_type = store.PARTITION_TYPES.get(types.get(column), pa.string())
         frame = frame.withColumn(column, F.col(column).cast(_spark_type(arrow_type)))
     return frame
 

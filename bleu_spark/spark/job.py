@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import __version__, bootstrap, compiled, metrics, output as out, ranges, segments, statstable, views
+from .. import __version__, bootstrap, compiled, metrics, ranges, segments, statstable, store, views
 from ..config import AUTO, DEFAULT_TOKENIZER, BleuConfig, spaceless_warning
 from ..errors import (EmptyInputError, InvalidRowsError, MissingColumnError, SparkJobFailedError,
                       UsageError)
@@ -90,7 +90,7 @@ class JobOptions:
         if self.group_by is not None and self.grouping_sets is not None:
             raise UsageError("give --group-by or --grouping-sets, not both")
         inputs.check_reference_options(self)
-        out.check_partition_names(self.partition_by)
+        store.check_partition_names(self.partition_by)
         if self.segments_columns and not self.segments:
             raise UsageError("--segments-columns is only used with --segments")
         if self.segments and not self.output:
@@ -342,7 +342,7 @@ def preflight(options: JobOptions) -> None:
             from pyspark.sql.pandas.types import to_arrow_schema
 
             columns = T.StructType([schema[c] for c in options.partition_by])
-            out.check_partition_columns(to_arrow_schema(columns, timezone="UTC"), options.partition_by)
+            store.check_partition_columns(to_arrow_schema(columns, timezone="UTC"), options.partition_by)
     if options.references:
         refs = io.local_schema(options.references, what="references")
         if refs is not None:
@@ -351,15 +351,15 @@ def preflight(options: JobOptions) -> None:
         io.check_output_outside_input(options.input, options.output)
         if options.references:
             io.check_output_outside_input(options.references, options.output, what="references")
-        out.check_output(options.output, options.partition_by)
+        store.check_output(options.output, options.partition_by)
 
 
 def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     started = time.time()
-    run_id = out.new_run_id()
+    run_id = store.new_run_id()
     table = io.InputTable(spark, options.input)
     schema = table.schema  # a remote path that is not there fails here, before any output
-    output = out.open_output(options.output, options.partition_by, run_id) if options.output else None
+    output = store.open_output(options.output, options.partition_by, run_id) if options.output else None
     if options.config.spm_model:
         spark.sparkContext.addFile(options.config.spm_model)
     try:
