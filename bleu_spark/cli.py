@@ -191,11 +191,7 @@ def unused_option_warnings(values: dict) -> List[str]:
 def job_options(values: dict):
     from .spark.job import JobOptions
 
-    config = BleuConfig(
-        tokenize=values["tokenize"], lowercase=bool(values["lowercase"]),
-        smooth_method=values["smooth_method"], smooth_value=values["smooth_value"],
-        max_ngram_order=values["max_ngram_order"], effective_order=bool(values["effective_order"]),
-        weights=values["weights"], spm_model=values["spm_model"])
+    config = BleuConfig.from_settings(values)
     group_by = values["group_by"]
     return JobOptions(
         input=values["input"], output=values["output"],

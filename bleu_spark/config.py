@@ -5,7 +5,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 from . import settings
 from .errors import ModelFileError, UsageError
@@ -162,6 +162,15 @@ class BleuConfig:
         object.__setattr__(self, "weights", self._checked_weights())
         if self.tokenize in SPM_TOKENIZERS:
             self.require_spm_model(self.tokenize)
+
+    @classmethod
+    def from_settings(cls, values: Mapping[str, Any]) -> "BleuConfig":
+        """BLEU's options and the text settings among a run's option values (`settings`)."""
+        return cls(tokenize=values["tokenize"], lowercase=bool(values["lowercase"]),
+                   smooth_method=values["smooth_method"], smooth_value=values["smooth_value"],
+                   max_ngram_order=values["max_ngram_order"],
+                   effective_order=bool(values["effective_order"]), weights=values["weights"],
+                   spm_model=values["spm_model"])
 
     def _checked_weights(self) -> Optional[Tuple[float, ...]]:
         if self.weights is None:

@@ -109,6 +109,12 @@ class Metric(ABC):
     def result_fields(cls) -> Tuple[str, ...]:
         return tuple(cls.result_types)
 
+    def combined(self, stats: np.ndarray) -> List[int]:
+        """One group's statistics from its segments' (n, width): each column as it declares."""
+        reduce = {SUM: np.sum, MIN: np.min, MAX: np.max}
+        return [int(reduce[column.combine](stats[:, i])) if len(stats) else 0
+                for i, column in enumerate(self.columns())]
+
     @property
     def names(self) -> List[str]:
         return [c.name for c in self.columns()]
