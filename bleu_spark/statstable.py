@@ -39,6 +39,7 @@ import sacrebleu
 
 from . import metrics, predicate, store
 from .errors import IncompatibleStatisticsError, InputNotFoundError, UsageError
+from .metrics.base import SUM
 from .predicate import Predicate
 
 FORMAT_VERSION = 2
@@ -127,7 +128,7 @@ def build(groups: Mapping[str, pa.Array], measurement: Mapping[str, pa.Array],
     columns.update({name: measurement[name].cast(_TYPES[name]) for name in (*MEASUREMENT, RESAMPLING)})
     n = len(next(iter(measurement.values())))
     columns.update({name: counts.get(name, pa.nulls(n)).cast(_TYPES[name]) for name in (*COUNTS, *REFS)})
-    columns.update({name: values.cast(pa.int64()) for name, values in stats.items()})
+    columns.update({name: values.cast(metrics.stat_column(name).type) for name, values in stats.items()})
     columns.update({name: (samples or {}).get(name, pa.nulls(n)).cast(_TYPES[name]) for name in SAMPLES})
     return pa.table(columns)
 
@@ -148,7 +149,8 @@ def add_up(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     keys = list(keys)
     known = {*_COMBINE, *COUNTS, *_all_stat_names(table)}
     values = [c for c in table.column_names if c not in keys and c in known]
-    kind = {c: _COMBINE.get(c, "sum") for c in values}
+    kind = {c: _COMBINE.get(c) or (metrics.stat_column(c).combine if metrics.is_stat_column(c)
+                                    else SUM) for c in values}
     ops = [(c, op) for c in values for op in
            (("min", "max") if kind[c] == "label" else () if kind[c] == "lists" else (kind[c],))]
     rows = table.append_column("_row", pa.array(np.arange(table.num_rows, dtype=np.int64)))

@@ -97,6 +97,11 @@ class Metric(ABC):
         """Whether `name` is a statistic column of this metric (of any options)."""
 
     @classmethod
+    def stat_column(cls, name: str) -> StatColumn:
+        """The declaration of one of its statistic columns (`owns_column(name)`)."""
+        return StatColumn(name)
+
+    @classmethod
     def column_order(cls, name: str) -> tuple:
         """Where a statistic column of this metric goes among its others."""
         return (name,)

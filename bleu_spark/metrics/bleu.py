@@ -252,7 +252,7 @@ class Bleu(Metric):
         return (_KIND.get(kind, _KIND.get(name, 0)), int(order) if order.isdigit() else 0)
 
     def columns(self) -> List[StatColumn]:
-        return [StatColumn(n) for n in stats_names(self.config.max_ngram_order)]
+        return [self.stat_column(n) for n in stats_names(self.config.max_ngram_order)]
 
     def measurement(self) -> dict:
         return {"lowercase": self.config.lowercase,

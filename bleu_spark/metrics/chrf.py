@@ -108,7 +108,7 @@ class Chrf(Metric):
     def columns(self) -> List[StatColumn]:
         orders = [("c", n) for n in range(1, self.options.char_order + 1)]
         orders += [("w", n) for n in range(1, self.options.word_order + 1)]
-        return [StatColumn(f"{PREFIX}{kind}{n}_{part}") for kind, n in orders for part in _PARTS]
+        return [self.stat_column(f"{PREFIX}{kind}{n}_{part}") for kind, n in orders for part in _PARTS]
 
     def measurement(self) -> dict:
         return {"lowercase": self.options.lowercase, "max_ngram_order": None,

@@ -83,7 +83,7 @@ class Ter(Metric):
         return (COLUMNS.index(name),)
 
     def columns(self) -> List[StatColumn]:
-        return [StatColumn(name) for name in COLUMNS]
+        return [self.stat_column(name) for name in COLUMNS]
 
     def measurement(self) -> dict:
         return {"lowercase": not self.options.case_sensitive, "max_ngram_order": None,
