@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bleu_spark import cli, report
+from bleu_spark.report.sections import group_label
 from bleu_spark.bootstrap import Resampling
 from bleu_spark.errors import BaselineNotFoundError
 from bleu_spark.shown import NULL, shown
@@ -28,7 +29,7 @@ def test_report_labels_of_several_columns_stay_apart():
     groups = [{"system": "a · b", "testset": "c"}, {"system": "a", "testset": "b · c"},
               {"system": None, "testset": "x"}, {"system": "—", "testset": "x"},
               {"system": "", "testset": "x"}]
-    labels = [report._label(g, ["system", "testset"]) for g in groups]
+    labels = [group_label(g, ["system", "testset"]) for g in groups]
     assert len(set(labels)) == len(groups), labels
 
 
