@@ -47,12 +47,27 @@ class StatColumn:
     combine: str = SUM
 
 
-def options_fields(text: str, title: str) -> dict:
-    """The fields of a statistics table's `metric_options` text (`nc:6|nw:0|...`)."""
-    try:
-        return dict(part.split(":", 1) for part in text.split("|"))
-    except ValueError:
-        raise IncompatibleStatisticsError(f"{title} statistics with unreadable options {text!r}") from None
+@dataclass(frozen=True)
+class OptionsText:
+    """How a metric writes its options into the statistics table's `metric_options` text
+    (`nc:6|nw:0|beta:2|...`) and reads them back. Each field is (key in the text, field of the
+    metric's options, kind): `int`, `yes` (a flag written yes/no) or `no` (a flag written no/yes)."""
+    title: str
+    fields: Tuple[Tuple[str, str, str], ...]
+
+    def text(self, options) -> str:
+        written = {"int": str, "yes": lambda v: "yes" if v else "no", "no": lambda v: "no" if v else "yes"}
+        return "|".join(f"{key}:{written[kind](getattr(options, field))}" for key, field, kind in self.fields)
+
+    def values(self, text: str) -> dict:
+        """The options' fields written in `text`; text it cannot read is one line naming it."""
+        read = {"int": int, "yes": lambda v: v == "yes", "no": lambda v: v == "no"}
+        try:
+            written = dict(part.split(":", 1) for part in text.split("|"))
+            return {field: read[kind](written[key]) for key, field, kind in self.fields}
+        except (KeyError, ValueError):
+            raise IncompatibleStatisticsError(f"{self.title} statistics with unreadable options "
+                                              f"{text!r}") from None
 
 
 def nrefs_label(min_refs: int, max_refs: int) -> Union[int, str]:

@@ -16,9 +16,9 @@ from typing import Any, List, Mapping, Optional, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import IncompatibleStatisticsError, UsageError
+from ..errors import UsageError
 from ..settings import BOOLEAN, INTEGER, METRICS, Option
-from .base import Metric, StatColumn, nrefs_label, options_fields
+from .base import Metric, StatColumn, nrefs_label, OptionsText
 from .chrf_kernel import ChrfOptions, chrf_score, chrf_scores, chrf_statistics
 
 PREFIX = "chrf_"
@@ -57,20 +57,13 @@ def checked(options: ChrfOptions) -> ChrfOptions:
     return options
 
 
-def options_text(options: ChrfOptions) -> str:
-    return (f"nc:{options.char_order}|nw:{options.word_order}|beta:{options.beta}|"
-            f"space:{'yes' if options.whitespace else 'no'}|"
-            f"eps:{'yes' if options.eps_smoothing else 'no'}")
+OPTIONS_TEXT = OptionsText("chrF", (("nc", "char_order", "int"), ("nw", "word_order", "int"),
+                                    ("beta", "beta", "int"), ("space", "whitespace", "yes"),
+                                    ("eps", "eps_smoothing", "yes")))
 
 
 def options_of(text: str, lowercase: bool) -> ChrfOptions:
-    fields = options_fields(text, "chrF")
-    try:
-        return ChrfOptions(char_order=int(fields["nc"]), word_order=int(fields["nw"]),
-                           beta=int(fields["beta"]), lowercase=bool(lowercase),
-                           whitespace=fields["space"] == "yes", eps_smoothing=fields["eps"] == "yes")
-    except (KeyError, ValueError):
-        raise IncompatibleStatisticsError(f"chrF statistics with unreadable options {text!r}") from None
+    return ChrfOptions(**OPTIONS_TEXT.values(text), lowercase=bool(lowercase))
 
 
 class Chrf(Metric):
@@ -112,7 +105,7 @@ class Chrf(Metric):
 
     def measurement(self) -> dict:
         return {"lowercase": self.options.lowercase, "max_ngram_order": None,
-                "metric_options": options_text(self.options)}
+                "metric_options": OPTIONS_TEXT.text(self.options)}
 
     def segment_statistics(self, candidates, references, tokenizer=None) -> np.ndarray:
         return chrf_statistics(candidates, references, self.options)

@@ -18,9 +18,9 @@ import numpy as np
 import pyarrow as pa
 import sacrebleu
 
-from ..errors import IncompatibleStatisticsError, UsageError
+from ..errors import UsageError
 from ..settings import BOOLEAN, METRICS, Option
-from .base import Metric, StatColumn, nrefs_label, options_fields
+from .base import Metric, StatColumn, nrefs_label, OptionsText
 from .ter_kernel import TerOptions, ter_score, ter_statistics
 
 PREFIX = "ter_"
@@ -35,19 +35,12 @@ OPTIONS = tuple(Option(f"{PREFIX}{field}", BOOLEAN, getattr(TerOptions(), field)
     ("asian_support", "TER: split Asian scripts (with --ter-normalized or --ter-no-punct)")))
 
 
-def options_text(options: TerOptions) -> str:
-    return (f"norm:{'yes' if options.normalized else 'no'}|"
-            f"punct:{'no' if options.no_punct else 'yes'}|"
-            f"asian:{'yes' if options.asian_support else 'no'}")
+OPTIONS_TEXT = OptionsText("TER", (("norm", "normalized", "yes"), ("punct", "no_punct", "no"),
+                                   ("asian", "asian_support", "yes")))
 
 
 def options_of(text: str, lowercase: bool) -> TerOptions:
-    fields = options_fields(text, "TER")
-    try:
-        return TerOptions(case_sensitive=not lowercase, normalized=fields["norm"] == "yes",
-                          no_punct=fields["punct"] == "no", asian_support=fields["asian"] == "yes")
-    except (KeyError, ValueError):
-        raise IncompatibleStatisticsError(f"TER statistics with unreadable options {text!r}") from None
+    return TerOptions(**OPTIONS_TEXT.values(text), case_sensitive=not lowercase)
 
 
 class Ter(Metric):
@@ -87,7 +80,7 @@ class Ter(Metric):
 
     def measurement(self) -> dict:
         return {"lowercase": not self.options.case_sensitive, "max_ngram_order": None,
-                "metric_options": options_text(self.options)}
+                "metric_options": OPTIONS_TEXT.text(self.options)}
 
     def segment_statistics(self, candidates, references, tokenizer=None) -> np.ndarray:
         edits, ref_lengths = ter_statistics(candidates, references, self.options)
