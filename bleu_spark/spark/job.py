@@ -1,5 +1,5 @@
 """The scoring job: measure (read, validate, map partitions to partial sums, reduce per group into
-a statistics table), then show (scores, dashboard, report: `bleu_spark.views`), then write."""
+a statistics table), then show (scores, dashboard, report: `bleu_spark.scoring`), then write."""
 from __future__ import annotations
 
 import platform
@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import __version__, bootstrap, compiled, metrics, output as out, ranges, segments, statstable, views
+from .. import __version__, bootstrap, compiled, metrics, output as out, ranges, scoring, segments, statstable
 from ..config import AUTO, DEFAULT_TOKENIZER, BleuConfig, spaceless_warning
 from ..errors import (EmptyInputError, InvalidRowsError, MissingColumnError, SparkJobFailedError,
                       UsageError)
@@ -121,12 +121,12 @@ def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...
     return tuple(c for c in DEFAULT_GROUP_BY if c in columns)
 
 
-def grouping_sets(options: JobOptions, columns: Sequence[str]) -> List[views.GroupingSet]:
+def grouping_sets(options: JobOptions, columns: Sequence[str]) -> List[scoring.GroupingSet]:
     """The grouping sets to score; each holds the partition columns, so a row is in one partition."""
     sets = options.grouping_sets if options.grouping_sets is not None else [group_columns(options, columns)]
     if options.resampling.clusters:
-        views.check_clusters(sets)
-    return views.distinct_sets([*s, *options.partition_by] for s in sets)
+        scoring.check_clusters(sets)
+    return scoring.distinct_sets([*s, *options.partition_by] for s in sets)
 
 
 def measured_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...]:
@@ -143,7 +143,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     """Checks the candidates table's columns against the options, all problems at once."""
     columns = schema.fieldNames()
     group_cols = measured_columns(options, columns)
-    views.check_group_names(group_cols)
+    scoring.check_group_names(group_cols)
     if options.on_invalid == "quarantine" and REASON in columns:
         raise UsageError(f"input has a column named {REASON}, the column rejected rows get in "
                          f"DIR/rejected/ beside every input column; rename it in the input")
@@ -194,7 +194,7 @@ def segments_plan(options: JobOptions, columns: Sequence[str]) -> Optional[Segme
             missing.append(name)
     if missing:
         raise MissingColumnError(f"--segments-columns: input has no column {', '.join(missing)}")
-    reserved = [n for n, _ in carried if n in views.RESERVED or metrics.reserved_column(n)]
+    reserved = [n for n, _ in carried if n in scoring.RESERVED or metrics.reserved_column(n)]
     if reserved:
         raise UsageError(f"--segments-columns: {', '.join(reserved)} has the name of a column of "
                          f"the segments table; rename it in the input")
@@ -232,8 +232,8 @@ def score_dataframe(df: DataFrame, config: Optional[BleuConfig] = None,
     options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
                          config=config or BleuConfig(**bleu), **job)
     measurement = Measurement(df.sparkSession, io.InputTable(df.sparkSession, options.input, df), options)
-    return views.score_sets(measurement.stats, measurement.sets, options.config,
-                            options.resampling, measurement.segments)
+    return scoring.score_sets(measurement.stats, measurement.sets, options.config,
+                              options.resampling, measurement.segments)
 
 
 def _rejection_summary(rejected: Counter) -> str:
@@ -291,7 +291,7 @@ class Measurement:
         rank = np.empty(len(order), np.int64)
         rank[order.to_numpy()] = np.arange(len(order))
         columns = [*self.plan.group_cols, TOKENIZE, METRIC, *self.plan.stat_columns]
-        return scored.select(columns).append_column(views.SEGMENT_ORDER, pa.array(rank))
+        return scored.select(columns).append_column(scoring.SEGMENT_ORDER, pa.array(rank))
 
     def rejected_frame(self, whole: bool = True) -> DataFrame:
         """The rejected rows with every input column as read (not the internal ones), and `reason`;
@@ -409,12 +409,12 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         measurement.warnings = [*options.warnings, *measurement.warnings, *advice]
         tokenizers = tokenizers_by_pair(measurement.stats, options)
         measurement.warnings += tokenizer_warnings(measurement.stats, options, tokenizers)
-        scores = views.score_sets(measurement.stats, measurement.sets, options.config,
-                                  resampling, measurement.segments, options.partition_by)
+        scores = scoring.score_sets(measurement.stats, measurement.sets, options.config,
+                                    resampling, measurement.segments, options.partition_by)
         paired = None
         if resampling.paired_bs or resampling.paired_ar:
-            paired, missing = views.paired_rows(measurement.stats, measurement.sets, options.config,
-                                                resampling, measurement.segments)
+            paired, missing = scoring.paired_rows(measurement.stats, measurement.sets, options.config,
+                                                  resampling, measurement.segments)
             resampling.check_baseline(statstable.scored_values(measurement.stats, "system"))
             measurement.warnings += missing
         timings = {"score_s": time.time() - started}
@@ -426,8 +426,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             if measurement.rejected:
                 write_rejected(measurement.rejected_frame(), output, options.partition_by)
             drill = _drilldown(spark, plan, schema, resampling) if options.report else None
-            views.write_views(output, measurement.stats, scores, measurement.sets, options.config,
-                              run, options.report, resampling, measurement.segments, paired, drill)
+            scoring.write_views(output, measurement.stats, scores, measurement.sets, options.config,
+                                run, options.report, resampling, measurement.segments, paired, drill)
             timings["write_s"] = time.time() - write_start
         timings["total_s"] = time.time() - started
         run["timings"] = timings
@@ -435,7 +435,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             # The report of a partitioned folder covers every partition it will hold: drawn under
             # the commit's lock, before any move, so a group it cannot score leaves DIR as it was.
             hashed = resampling if resampling.method == bootstrap.POISSON else None
-            report = (lambda staged: views.write_partitioned_report(
+            report = (lambda staged: scoring.write_partitioned_report(
                 staged, measurement.stats, measurement.sets, options.config, run, hashed, drill)) \
                 if options.report and options.partition_by else None
             output.commit(run, report)
@@ -581,7 +581,7 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
         "input": options.input, "output": options.output, "references": options.references,
         "join_on": list(options.join_on), "segment_key": list(measurement.input.segment_key),
         "group_by": list(measurement.plan.group_cols),
-        "grouping_sets": [views.label(s, options.partition_by) for s in measurement.sets],
+        "grouping_sets": [scoring.label(s, options.partition_by) for s in measurement.sets],
         "partition_by": list(options.partition_by),
         "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
                     "langpair": options.langpair_col},
