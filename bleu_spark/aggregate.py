@@ -8,16 +8,13 @@ so the scores equal a fresh run on the same rows.
 from __future__ import annotations
 
 import os
-import platform
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import List, Optional, Sequence, Tuple
 
-import numpy as np
 import pyarrow as pa
-import sacrebleu
 
-from . import __version__, bootstrap, output as out, predicate, ranges, scoring, segments, statstable
+from . import bootstrap, output as out, predicate, ranges, record, scoring, segments, statstable
 from .config import BleuConfig
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 
@@ -208,17 +205,13 @@ def _read(options: AggregateOptions, spark) -> pa.Table:
 def run_record(options: AggregateOptions, config: BleuConfig, stats: pa.Table, scores: List[dict], sets,
                run_id: str, warnings: Sequence[str] = ()) -> dict:
     return {
-        "run_id": run_id, "run_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": "aggregate", "stats": options.stats, "output": options.output,
+        **record.started(run_id, "aggregate"), "stats": options.stats, "output": options.output,
         "where": options.where, "engine": "spark" if options.on_spark else "local",
-        "group_by": list(dict.fromkeys(c for s in sets for c in s)),
-        "grouping_sets": [scoring.label(s) for s in sets], "partition_by": [],
+        **record.grouping(dict.fromkeys(c for s in sets for c in s), sets),
         "config": asdict(config),
         "rows": {"scored": sum(stats["n_segments"].to_pylist()),
                  "rejected": sum(stats["n_rejected"].to_pylist())},
         "groups": len(scores),
         "warnings": list(warnings),
-        "versions": {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
-                     "pyarrow": pa.__version__, "numpy": np.__version__,
-                     "python": platform.python_version()},
+        "versions": record.versions(),
     }

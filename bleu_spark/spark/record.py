@@ -1,22 +1,17 @@
 """What run.json holds of a scoring run: its options, the row accounting, the Spark tasks
-and versions."""
+and versions; the fields every command writes come from `bleu_spark.record`."""
 from __future__ import annotations
 
-import platform
-import time
 from collections import Counter
 from dataclasses import asdict
 from importlib import metadata
 from typing import TYPE_CHECKING, List, Optional
 
-import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark
-import sacrebleu
 from pyspark.sql import SparkSession
 
-from .. import __version__, scoring
+from .. import record
 
 if TYPE_CHECKING:
     from .job import JobOptions, Measurement
@@ -34,13 +29,10 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
         raise RuntimeError(f"row accounting broken: read {rows_read}, scored {n_scored}, "
                            f"rejected {n_rejected}")
     return {
-        "run_id": run_id, "run_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": "score",
+        **record.started(run_id, "score"),
         "input": options.input, "output": options.output, "references": options.references,
         "join_on": list(options.join_on), "segment_key": list(measurement.input.segment_key),
-        "group_by": list(measurement.plan.group_cols),
-        "grouping_sets": [scoring.label(s, options.partition_by) for s in measurement.sets],
-        "partition_by": list(options.partition_by),
+        **record.grouping(measurement.plan.group_cols, measurement.sets, options.partition_by),
         "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
                     "langpair": options.langpair_col},
         "on_invalid": options.on_invalid, "config": asdict(options.config),
@@ -101,8 +93,6 @@ def _stage_metrics(sc, stage_id: int, last_attempt_failed: int) -> Counter:
 
 def versions(spark: SparkSession) -> dict:
     jvm = spark.sparkContext._jvm  # the documented gateway to the driver JVM
-    return {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
-            "pyspark": pyspark.__version__, "pyarrow": pa.__version__, "numpy": np.__version__,
-            "numba": metadata.version("numba"),  # from its metadata: the driver imports no numba
-            "python": platform.python_version(),
-            "java": jvm.java.lang.System.getProperty("java.version")}
+    numba = metadata.version("numba")  # from its metadata: the driver imports no numba
+    return record.versions(pyspark=pyspark.__version__, numba=numba,
+                           java=jvm.java.lang.System.getProperty("java.version"))
