@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 from .accumulate import GroupTotals
 from .config import BleuConfig
 from .errors import BleuSparkError, InvalidRowsError, UsageError
+from .metrics.bleu import BleuResult
 from .rows import REASONS, rejection_reasons
-from .scoring import BleuResult
 from .stats import segment_statistics
 from .tokenizers import LineTokenizer
 

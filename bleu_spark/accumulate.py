@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import List
 
 from .config import BleuConfig
-from .scoring import BleuResult, build_result
+from .metrics.bleu import BleuResult, build_result
 from .signature import bleu_signature, nrefs_label
 from .stats import SegmentStatistics, stats_width
 

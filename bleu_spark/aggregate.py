@@ -2,22 +2,19 @@
 
 A local statistics table is read, filtered and summed in this process with pyarrow: no JVM, a
 second or two for a dashboard back end. A remote or very large one is filtered and summed
-on Spark first (`bleu_spark.spark.aggregate`); both end in `bleu_spark.views`, as `score` does,
+on Spark first (`bleu_spark.spark.aggregate`); both end in `bleu_spark.scoring`, as `score` does,
 so the scores equal a fresh run on the same rows.
 """
 from __future__ import annotations
 
 import os
-import platform
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import List, Optional, Sequence, Tuple
 
-import numpy as np
 import pyarrow as pa
-import sacrebleu
 
-from . import __version__, bootstrap, predicate, ranges, segments, statstable, store, views
+from . import bootstrap, predicate, ranges, record, scoring, segments, statstable, store
 from .config import BleuConfig
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 
@@ -86,14 +83,14 @@ def _is_local(path: str) -> bool:
     return "://" not in path or path.startswith("file://")
 
 
-def grouping_sets(options: AggregateOptions, stats: pa.Table) -> List[views.GroupingSet]:
+def grouping_sets(options: AggregateOptions, stats: pa.Table) -> List[scoring.GroupingSet]:
     if options.kept_columns is None and segments.is_segments_table(stats):
         raise UsageError("a segments table holds a row per segment: say which columns to score "
                          "it by with --group-by (e.g. system,langpair) or --grouping-sets")
     sets = (options.grouping_sets if options.grouping_sets is not None
             else [options.group_by if options.group_by is not None
                   else tuple(statstable.group_columns_of(stats))])
-    sets = views.distinct_sets(sets)
+    sets = scoring.distinct_sets(sets)
     known = statstable.group_columns_of(stats)
     missing = sorted({c for s in sets for c in s if c not in known})
     if missing:
@@ -131,26 +128,26 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
         statstable.check_measurement(stats)
         sets = grouping_sets(options, stats)
         if options.clusters:
-            views.check_clusters(sets)
+            scoring.check_clusters(sets)
         finest = list(dict.fromkeys(c for s in sets for c in s))
         if segments.is_segments_table(stats):  # a row a segment: replicate sums from the hashes
             stats = segments.summed(stats, [*finest, *statstable.MEASUREMENT], options.resamples)
         resampling = saved_resampling(options, stats)  # of the rows as saved: before any sum
         stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
         config = scoring_config(options, stats)
-        scores = views.score_sets(stats, sets, config, resampling)
+        scores = scoring.score_sets(stats, sets, config, resampling)
         paired, warnings = None, []
         if options.paired_bs:
-            paired, warnings = views.paired_rows(stats, sets, config, resampling)
+            paired, warnings = scoring.paired_rows(stats, sets, config, resampling)
             resampling.check_baseline(statstable.scored_values(stats, "system"))
         run = run_record(options, config, stats, scores, sets, run_id, warnings)
         if output:
-            views.write_views(output, stats, scores, sets, config, run, False, resampling,
-                              paired=paired)
+            scoring.write_views(output, stats, scores, sets, config, run, False, resampling,
+                                paired=paired)
             if options.report:
                 kept = tuple(c for c in partition_columns(options.stats) if c in finest)
-                page = views.report_html(stats, sets, config, kept, run, resampling=resampling,
-                                         paired=paired)
+                page = scoring.report_html(stats, sets, config, kept, run, resampling=resampling,
+                                           paired=paired)
                 output.write_bytes("report.html", page.encode())
             run["timings"] = {"total_s": time.time() - started}
             output.commit(run)
@@ -208,17 +205,13 @@ def _read(options: AggregateOptions, spark) -> pa.Table:
 def run_record(options: AggregateOptions, config: BleuConfig, stats: pa.Table, scores: List[dict], sets,
                run_id: str, warnings: Sequence[str] = ()) -> dict:
     return {
-        "run_id": run_id, "run_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": "aggregate", "stats": options.stats, "output": options.output,
+        **record.started(run_id, "aggregate"), "stats": options.stats, "output": options.output,
         "where": options.where, "engine": "spark" if options.on_spark else "local",
-        "group_by": list(dict.fromkeys(c for s in sets for c in s)),
-        "grouping_sets": [views.label(s) for s in sets], "partition_by": [],
+        **record.grouping(dict.fromkeys(c for s in sets for c in s), sets),
         "config": asdict(config),
         "rows": {"scored": sum(stats["n_segments"].to_pylist()),
                  "rejected": sum(stats["n_rejected"].to_pylist())},
         "groups": len(scores),
         "warnings": list(warnings),
-        "versions": {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
-                     "pyarrow": pa.__version__, "numpy": np.__version__,
-                     "python": platform.python_version()},
+        "versions": record.versions(),
     }

@@ -305,7 +305,7 @@ def format_paired(paired: List[dict]) -> str:
 
 
 def views_paired_fields():
-    from .views import PAIRED_TYPES
+    from .scoring.tables import PAIRED_TYPES
 
     return {*PAIRED_TYPES, "method"}
 
@@ -399,7 +399,7 @@ def _shown_columns(scores: List[dict]) -> List[str]:
 
 
 def views_fields():
-    from .views import GROUPING, SCORE_TYPES
+    from .scoring.tables import GROUPING, SCORE_TYPES
 
     return [GROUPING, *SCORE_TYPES]
 

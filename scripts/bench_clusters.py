@@ -7,7 +7,7 @@ statistics table of G comparison groups (language pairs) x K systems is made fro
 sample's saved statistics (`score --clusters` of the sample, made once into --base), each row a
 copy of a real (langpair, system) row with its replicate sums jittered (a correct n-gram count
 less here and there, so systems differ in every replicate). Each configuration runs in a process
-of its own, twice: `views.score_sets` with intervals (`--confidence`), and with intervals and
+of its own, twice: `scoring.score_sets` with intervals (`--confidence`), and with intervals and
 clusters; printed: seconds (the best of 3), the process's peak RSS once the table is built and
 at the end (MiB), and the ranking alone
 (`clusters.rank_systems` over each comparison's B x K matrix).
@@ -64,7 +64,7 @@ def tiled(base: str, groups: int, systems: int, seed: int = 0):
 
 
 def one(base: str, groups: int, systems: int, with_clusters: bool) -> dict:
-    from bleu_spark import BleuConfig, clusters, views
+    from bleu_spark import BleuConfig, clusters, scoring
     from bleu_spark.bootstrap import Resampling
 
     stats = tiled(base, groups, systems)
@@ -72,8 +72,8 @@ def one(base: str, groups: int, systems: int, with_clusters: bool) -> dict:
     seconds = float("inf")
     for _ in range(REPEATS):  # the best of a few: the machine is shared
         started = time.perf_counter()
-        rows = views.score_sets(stats, [("langpair", "system")], BleuConfig(),
-                                Resampling(confidence=True, clusters=with_clusters))
+        rows = scoring.score_sets(stats, [("langpair", "system")], BleuConfig(),
+                                  Resampling(confidence=True, clusters=with_clusters))
         seconds = min(seconds, time.perf_counter() - started)
     ranking = None
     if with_clusters:  # the ranking alone, on replicate scores of the same shape

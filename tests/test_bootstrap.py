@@ -23,7 +23,7 @@ from bleu_spark.bootstrap import (MAX_SACREBLEU_SEGMENTS, ar_swaps, bootstrap_si
 from bleu_spark.config import BleuConfig
 from bleu_spark.errors import UsageError
 from bleu_spark.oracle import reference_streams
-from bleu_spark.scoring import bleu_from_statistics
+from bleu_spark.metrics.bleu import bleu_from_statistics
 from bleu_spark.signature import bleu_signature
 from bleu_spark.stats import segment_statistics
 from bleu_spark.tokenizers import LineTokenizer

@@ -133,7 +133,8 @@ def test_sacrebleu_method_clusters_equal_a_replica_over_sacrebleus_draws(spark, 
 def test_aggregate_clusters_of_saved_statistics_equal_a_fresh_run_and_the_replica(spark, tmp_path):
     """Poisson: the clusters from saved replicate sums (of a slice) are a fresh run's, and equal
     the replica over the replicate scores of the statistics' own sums."""
-    from bleu_spark import statstable, views
+    from bleu_spark import statstable
+    from bleu_spark.scoring.groups import metric_of
     from bleu_spark.spark.job import JobOptions, run_job
 
     source = str(tmp_path / "in.parquet")
@@ -153,7 +154,7 @@ def test_aggregate_clusters_of_saved_statistics_equal_a_fresh_run_and_the_replic
     stats = statstable.summed(sliced.stats, ["langpair", "system", *statstable.MEASUREMENT])
     replicates, scores = {}, {}
     for index, group in enumerate(stats.drop_columns(list(statstable.SAMPLES)).to_pylist()):
-        metric = views.metric_of(group, None)
+        metric = metric_of(group, None)
         sums = statstable.sample_matrix(stats, statstable.REPLICATE_SUMS, index, metric.width)
         replicates[group["system"]] = bootstrap.scores_of_sums(sums, metric).tolist()
         scores[group["system"]] = fresh[group["system"]]["score"]

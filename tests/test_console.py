@@ -14,7 +14,7 @@ from sacrebleu.metrics import BLEU, CHRF
 
 from bleu_spark import cli
 from bleu_spark.spark.progress import Progress
-from bleu_spark.views import ScoreRow
+from bleu_spark.scoring import ScoreRow
 from conftest import ROOT
 
 

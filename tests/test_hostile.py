@@ -763,7 +763,7 @@ def test_a_python_worker_killed_mid_stage_is_one_line_and_keeps_the_earlier_resu
 
 
 def test_a_worker_killed_before_it_took_its_task_is_a_lost_worker():
-    from bleu_spark.spark.job import lost_worker_failure
+    from bleu_spark.spark.failures import lost_worker_failure
 
     trace = ("An error occurred while calling o123.toArrow.\n: org.apache.spark.SparkException: Job "
              "aborted due to stage failure: Task 0 in stage 9.0 failed 1 times, most recent failure: "
@@ -778,7 +778,7 @@ def test_a_worker_killed_before_it_took_its_task_is_a_lost_worker():
 
 
 def test_memory_that_ran_out_is_one_line_naming_where_and_the_setting_to_raise():
-    from bleu_spark.spark.job import memory_failure
+    from bleu_spark.spark.failures import memory_failure
 
     driver = "An error occurred while calling o88.toArrow.\n: java.lang.OutOfMemoryError: Java heap space\n\tat ..."
     executor = ("Job aborted due to stage failure: Task 3 in stage 2.0 failed 4 times, most recent failure: "

@@ -13,10 +13,11 @@ import pytest
 from sacrebleu.metrics.chrf import CHRF
 from sacrebleu.metrics.ter import TER
 
-from bleu_spark import BleuConfig, cli, metrics, statstable, views
+from bleu_spark import BleuConfig, cli, metrics, scoring, statstable
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
 from bleu_spark.errors import UsageError
 from bleu_spark.oracle import reference_streams, sacrebleu_sums
+from bleu_spark.scoring.tables import SCORE_TYPES, dashboard_table, group_fields, scores_table
 from conftest import SAMPLE
 
 TOLERANCE = 1e-9
@@ -52,7 +53,7 @@ def test_every_metric_declares_what_the_outputs_need(name):
     assert set(metric.measurement()) == {"lowercase", "max_ngram_order", statstable.METRIC_OPTIONS}
     again = metrics.of_row(statistics_row(metric), BleuConfig())
     assert type(again) is type(metric) and again.names == names
-    assert set(metric.result_fields()) <= set(views.SCORE_TYPES)
+    assert set(metric.result_fields()) <= set(SCORE_TYPES)
     assert {"score", "n_segments", "signature", "verbose"} <= set(metric.result_fields())
 
 
@@ -94,22 +95,22 @@ def test_every_metric_through_every_output(name, tmp_path):
     from bleu_spark import bootstrap
     resampling = bootstrap.Resampling(confidence=True, n_bootstrap=50, seed=1, paired_bs=True,
                                       baseline="A")
-    scores = views.score_sets(table, [("system",)], BleuConfig(), resampling)
+    scores = scoring.score_sets(table, [("system",)], BleuConfig(), resampling)
     assert [r["metric"] for r in scores] == [name, name]
     for row, source in zip(scores, rows):
         sums = [source[n] for n in metric.names]
         assert row["score"] == metric.score(sums)
         assert row["ci_low"] <= row["ci_high"] and row["n_bootstrap"] == 50
         assert row["signature"].startswith("nrefs:1|bs:50|seed:1|bsm:poisson|")
-    fields = views.group_fields(table, [("system",)])
-    assert views.scores_table(scores, fields)["metric"].to_pylist() == [name, name]
-    dashboard = views.dashboard_table(scores, fields, "run", "time")
+    fields = group_fields(table, [("system",)])
+    assert scores_table(scores, fields)["metric"].to_pylist() == [name, name]
+    dashboard = dashboard_table(scores, fields, "run", "time")
     assert dashboard["metric"].to_pylist() == [name, name]
     assert [c for c in dashboard.column_names if metrics.is_stat_column(c)] == metric.names
     assert dashboard[metric.names[0]].to_pylist() == [r[metric.names[0]] for r in rows]
-    paired, warnings = views.paired_rows(table, [("system",)], BleuConfig(), resampling)
+    paired, warnings = scoring.paired_rows(table, [("system",)], BleuConfig(), resampling)
     assert [(p["metric"], p["system"]) for p in paired] == [(name, "B")] and not warnings
-    page = views.report_html(table, [("system",)], BleuConfig(), resampling=resampling)
+    page = scoring.report_html(table, [("system",)], BleuConfig(), resampling=resampling)
     assert f"{metric.title}</th>" in page
     console = cli.format_table(scores, ["system"])
     assert console.splitlines()[0].split()[:2] == ["system", "metric"]

@@ -16,7 +16,8 @@ from bleu_spark.oracle import sacrebleu_score
 from bleu_spark.spark.inputs import SPLIT_BYTES
 from bleu_spark.spark import io
 from bleu_spark.spark.io import InputTable, footer_schema
-from bleu_spark.spark.job import JobOptions, plan_for, run_job
+from bleu_spark.spark.job import JobOptions, run_job
+from bleu_spark.spark.plan import plan_for
 from bleu_spark.spark.scan import ArrowScan, arrow_scan
 from bleu_spark.spark.session import OnDemandSession
 from conftest import SAMPLE, random_sentences

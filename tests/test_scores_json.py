@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from bleu_spark.views import ScoreRow, json_rows
+from bleu_spark.scoring.rows import ScoreRow
+from bleu_spark.scoring.tables import json_rows
 from conftest import SAMPLE
 
 METRICS = ("bleu", "chrf", "chrf++", "ter")

@@ -13,8 +13,9 @@ from bleu_spark.errors import (ColumnTypeError, InputNotFoundError, InvalidRowsE
 from bleu_spark.oracle import sacrebleu_score
 from bleu_spark.spark.inputs import scoring_input
 from bleu_spark.spark.io import InputTable
-from bleu_spark.spark.job import JobOptions, partial_sums_frame, plan_for, run_job, score_dataframe
-from bleu_spark.views import json_rows
+from bleu_spark.spark.job import JobOptions, partial_sums_frame, run_job, score_dataframe
+from bleu_spark.spark.plan import plan_for
+from bleu_spark.scoring.tables import json_rows
 from conftest import SAMPLE
 from matching import assert_matches_sacrebleu
 

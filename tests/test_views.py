@@ -10,8 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bleu_spark import BleuConfig, statstable, store, views
-from bleu_spark.errors import OutputError
+from bleu_spark import BleuConfig, statstable, store
+from bleu_spark.errors import OutputError, UsageError
+from bleu_spark.scoring import check_group_names
 from bleu_spark.stats import segment_statistics, stats_names
 from bleu_spark.tokenizers import LineTokenizer
 from conftest import ROOT, random_sentences
@@ -173,8 +174,8 @@ def test_concurrent_runs_keep_other_partitions_and_one_whole_winner_of_the_same(
 
 def test_group_columns_named_like_output_fields_are_refused():
     for name in ("score", "tokenize", "grouping", "correct_2", "n_segments", "replicate", "p_value"):
-        with pytest.raises(views.UsageError, match=f"group column {name} has the name of an output field"):
-            views.check_group_names(["system", name])
+        with pytest.raises(UsageError, match=f"group column {name} has the name of an output field"):
+            check_group_names(["system", name])
 
 
 def test_a_partition_value_too_long_for_a_folder_name_is_one_line(tmp_path):

@@ -146,7 +146,7 @@ def _brevity_penalties(sys_len: np.ndarray, ref_len: np.ndarray) -> np.ndarray:
 
 
 def _smoothed_precisions(correct: np.ndarray, totals: np.ndarray, config: BleuConfig):
-    """(precisions, effective order) per row: `scoring.precisions_and_order` on every row at
+    """(precisions, effective order) per row: `precisions_and_order` on every row at
     once; `alive` follows its loop, which stops at the first order with no n-grams."""
     rows, order = correct.shape
     k = config.effective_smooth_value

@@ -1,7 +1,7 @@
 """Saved statistics too large or too far away for one process: filtered and summed on Spark.
 
 The sum keeps every group column and measurement column as a key, so what reaches the driver
-is already small and `bleu_spark.views` makes the same checks and scores as for a local table.
+is already small and `bleu_spark.scoring` makes the same checks and scores as for a local table.
 """
 from __future__ import annotations
 

@@ -1,46 +1,40 @@
 """The scoring job: measure (read, validate, map partitions to partial sums, reduce per group into
-a statistics table), then show (scores, dashboard, report: `bleu_spark.views`), then write."""
+a statistics table), then show (scores, dashboard, report: `bleu_spark.scoring`), then write."""
 from __future__ import annotations
 
-import platform
-import re
 import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field, replace
-from importlib import metadata
+from dataclasses import dataclass, field, replace
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyspark
-import sacrebleu
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import __version__, bootstrap, compiled, metrics, ranges, segments, statstable, store, views
+from .. import bootstrap, compiled, ranges, scoring, segments, statstable, store
 from ..config import AUTO, DEFAULT_TOKENIZER, BleuConfig, spaceless_warning
-from ..errors import (EmptyInputError, InvalidRowsError, MissingColumnError, SparkJobFailedError,
-                      UsageError)
+from ..errors import EmptyInputError, InvalidRowsError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..rows import HINTS
 from ..shown import shown
-from ..segments import SegmentsPlan
 from . import drilldown, inputs, io
+from .failures import lost_worker_failure, memory_failure
+from .plan import grouping_sets, plan_for
 from .progress import Progress, say as say_progress
+from .record import run_record
 from .scan import ArrowScan, arrow_scan
 from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, METRIC, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
                     merging, output_schema, partial_sums, rejected_rows, rejected_schema,
                     statistics_table)
 
-DEFAULT_GROUP_BY = ("system", "langpair")
 ON_INVALID = ("fail", "quarantine")
 SCANS = ("auto", "spark")
 EXAMPLES_SHOWN = 5
-SEGMENT_HASH = "_segment_hash"   # what a segment's bootstrap weights are drawn from
 # sacrebleu's own resampling brings every segment's statistics to the driver: test-set sizes.
 MAX_SACREBLEU_ROWS = 2_000_000
 
@@ -105,103 +99,6 @@ class JobResult:
     paired: Optional[List[dict]] = None  # paired tests against the baseline, when asked for
 
 
-def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...]:
-    if options.group_by is not None:
-        return tuple(options.group_by)
-    for default in DEFAULT_GROUP_BY:
-        # Column names are case-sensitive: `System` is not `system`, and leaving it out of the
-        # default grouping would merge every system into one score without a word.
-        near = [c for c in columns if c.lower() == default and c != default]
-        if default not in columns and near:
-            present = [c for c in DEFAULT_GROUP_BY if c in columns]
-            suggested = ",".join([*present, *near] if default == "langpair" else [*near, *present])
-            raise MissingColumnError(
-                f"input has no column {default} (the default grouping) but has {near[0]}: column "
-                f"names are case-sensitive; pass --group-by {suggested} (or rename the column)")
-    return tuple(c for c in DEFAULT_GROUP_BY if c in columns)
-
-
-def grouping_sets(options: JobOptions, columns: Sequence[str]) -> List[views.GroupingSet]:
-    """The grouping sets to score; each holds the partition columns, so a row is in one partition."""
-    sets = options.grouping_sets if options.grouping_sets is not None else [group_columns(options, columns)]
-    if options.resampling.clusters:
-        views.check_clusters(sets)
-    return views.distinct_sets([*s, *options.partition_by] for s in sets)
-
-
-def measured_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...]:
-    """The finest grain: every grouping set's columns, and the language pair when it picks the
-    tokenizer, so each statistics row has one tokenizer (coarser groups that would mix
-    tokenizers are refused when they are summed)."""
-    finest = [c for s in grouping_sets(options, columns) for c in s]
-    if options.config.tokenize == AUTO and options.langpair_col in columns:
-        finest.append(options.langpair_col)
-    return tuple(dict.fromkeys(finest))
-
-
-def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
-    """Checks the candidates table's columns against the options, all problems at once."""
-    columns = schema.fieldNames()
-    group_cols = measured_columns(options, columns)
-    views.check_group_names(group_cols)
-    if options.on_invalid == "quarantine" and REASON in columns:
-        raise UsageError(f"input has a column named {REASON}, the column rejected rows get in "
-                         f"DIR/rejected/ beside every input column; rename it in the input")
-    config = options.config
-    auto = config.tokenize == AUTO and options.langpair_col in columns
-    rules = [io.ColumnRule(options.candidate_col, "string", io.is_string, "--candidate-col")]
-    if not options.references:
-        rules += inputs.reference_rules(options, columns)
-    keys = dict.fromkeys([*group_cols, *options.join_on, *options.segment_key])
-    rules += [io.ColumnRule(c, "an atomic type", io.is_atomic) for c in keys]
-    if auto:
-        rules.append(io.ColumnRule(options.langpair_col, "string", io.is_string))
-    io.check_columns(schema, rules)
-    resampling = options.resampling
-    poisson = resampling.active and resampling.method == bootstrap.POISSON
-    per_segment = (tuple(c for c in (*options.join_on, *options.segment_key) if c not in group_cols)
-                   if resampling.active and not poisson else ())
-    return PartitionPlan(config=config, group_cols=group_cols,
-                         segments=segments_plan(options, columns),
-                         candidate_col=options.candidate_col, references_col=inputs.REFERENCES,
-                         langpair_col=options.langpair_col if auto else None,
-                         reason_col=inputs.ROW_REASON,
-                         segment_hash_col=SEGMENT_HASH if poisson or options.segments else None,
-                         replicates=resampling.replicates, trials=resampling.trials,
-                         seed=resampling.seed, per_segment=tuple(dict.fromkeys(per_segment)),
-                         metrics=configured(options.metrics, dict(options.metric_settings), config))
-
-
-def segments_plan(options: JobOptions, columns: Sequence[str]) -> Optional[SegmentsPlan]:
-    """What `--segments` writes beside each segment's statistics: its key (the segment key, else
-    its position in its file) and the columns asked for. Where: set when the output is open."""
-    if not options.segments:
-        return None
-    key = tuple(dict.fromkeys([*options.join_on, *options.segment_key])) or segments.POSITION
-    taken = [c for c in segments.POSITION if c in columns and key == segments.POSITION]
-    if taken:
-        raise UsageError(f"input has a column {taken[0]}, the name --segments gives a row's "
-                         f"position in its file; pass --segment-key COLS (what names a segment) "
-                         f"or rename the column")
-    carried, missing = [], []
-    for name in options.segments_columns:
-        scored = name == segments.REFERENCES and (name not in columns or name in options.references_cols)
-        if scored:  # the references as scored, a list whatever their shape (no second read)
-            carried.append((name, inputs.REFERENCES))
-        elif name in columns:
-            carried.append((name, name))
-        else:
-            missing.append(name)
-    if missing:
-        raise MissingColumnError(f"--segments-columns: input has no column {', '.join(missing)}")
-    reserved = [n for n, _ in carried if n in views.RESERVED or metrics.reserved_column(n)]
-    if reserved:
-        raise UsageError(f"--segments-columns: {', '.join(reserved)} has the name of a column of "
-                         f"the segments table; rename it in the input")
-    return SegmentsPlan(uri="", run_id="", partition_by=tuple(options.partition_by), key_cols=key,
-                        carried=tuple(carried), resampling=options.resampling.label)
-
-
 def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> DataFrame:
     """One row per (group, tokenizer, metric, reason) over the whole input: the only wide step."""
     narrow = df.select(*plan.read_columns)
@@ -232,8 +129,8 @@ def score_dataframe(df: DataFrame, config: Optional[BleuConfig] = None,
     options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
                          config=config or BleuConfig(**bleu), **job)
     measurement = Measurement(df.sparkSession, io.InputTable(df.sparkSession, options.input, df), options)
-    return views.score_sets(measurement.stats, measurement.sets, options.config,
-                            options.resampling, measurement.segments)
+    return scoring.score_sets(measurement.stats, measurement.sets, options.config,
+                              options.resampling, measurement.segments)
 
 
 def _rejection_summary(rejected: Counter) -> str:
@@ -291,7 +188,7 @@ class Measurement:
         rank = np.empty(len(order), np.int64)
         rank[order.to_numpy()] = np.arange(len(order))
         columns = [*self.plan.group_cols, TOKENIZE, METRIC, *self.plan.stat_columns]
-        return scored.select(columns).append_column(views.SEGMENT_ORDER, pa.array(rank))
+        return scored.select(columns).append_column(scoring.SEGMENT_ORDER, pa.array(rank))
 
     def rejected_frame(self, whole: bool = True) -> DataFrame:
         """The rejected rows with every input column as read (not the internal ones), and `reason`;
@@ -409,12 +306,12 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         measurement.warnings = [*options.warnings, *measurement.warnings, *advice]
         tokenizers = tokenizers_by_pair(measurement.stats, options)
         measurement.warnings += tokenizer_warnings(measurement.stats, options, tokenizers)
-        scores = views.score_sets(measurement.stats, measurement.sets, options.config,
-                                  resampling, measurement.segments, options.partition_by)
+        scores = scoring.score_sets(measurement.stats, measurement.sets, options.config,
+                                    resampling, measurement.segments, options.partition_by)
         paired = None
         if resampling.paired_bs or resampling.paired_ar:
-            paired, missing = views.paired_rows(measurement.stats, measurement.sets, options.config,
-                                                resampling, measurement.segments)
+            paired, missing = scoring.paired_rows(measurement.stats, measurement.sets, options.config,
+                                                  resampling, measurement.segments)
             resampling.check_baseline(statstable.scored_values(measurement.stats, "system"))
             measurement.warnings += missing
         timings = {"score_s": time.time() - started}
@@ -426,8 +323,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             if measurement.rejected:
                 write_rejected(measurement.rejected_frame(), output, options.partition_by)
             drill = _drilldown(spark, plan, schema, resampling) if options.report else None
-            views.write_views(output, measurement.stats, scores, measurement.sets, options.config,
-                              run, options.report, resampling, measurement.segments, paired, drill)
+            scoring.write_views(output, measurement.stats, scores, measurement.sets, options.config,
+                                run, options.report, resampling, measurement.segments, paired, drill)
             timings["write_s"] = time.time() - write_start
         timings["total_s"] = time.time() - started
         run["timings"] = timings
@@ -435,7 +332,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             # The report of a partitioned folder covers every partition it will hold: drawn under
             # the commit's lock, before any move, so a group it cannot score leaves DIR as it was.
             hashed = resampling if resampling.method == bootstrap.POISSON else None
-            report = (lambda staged: views.write_partitioned_report(
+            report = (lambda staged: scoring.write_partitioned_report(
                 staged, measurement.stats, measurement.sets, options.config, run, hashed, drill)) \
                 if options.report and options.partition_by else None
             output.commit(run, report)
@@ -516,135 +413,3 @@ def _after_scoring(resampling: bootstrap.Resampling) -> str:
     kept = [f"{n} {what} sums" for n, what in ((resampling.replicates, "replicate"),
                                                (resampling.trials, "trial")) if n]
     return "adding up the partial sums per group" + (f" and their {' and '.join(kept)}" if kept else "")
-
-
-# Causes of a task failure that are the platform's, not the data's or the code's.
-LOST_WORKER = ("Python worker exited unexpectedly", "ExecutorLostFailure", "Executor heartbeat timed out",
-               "Container killed", "worker lost")
-# In the trace when a worker was killed (or could not start) before it took the task.
-WORKER_NOT_STARTED = "PythonWorkerFactory.create"
-
-
-# What to raise when a JVM's memory runs out, by where it ran out.
-MEMORY_SETTINGS = {"driver": "spark.driver.memory (spark-submit --driver-memory)",
-                   "executor": "spark.executor.memory (in local mode the driver's: --driver-memory)"}
-# A Python worker killed from outside (as the system kills a process when memory runs out).
-WORKER_MEMORY_HINT = ("; if memory ran out, give each Python worker more (fewer cores per "
-                      "executor: spark.executor.cores) or score fewer groups or replicates at once")
-
-
-def memory_failure(exc: BaseException) -> Optional[SparkJobFailedError]:
-    """Memory that ran out, as one line naming where and the setting to raise. Memory grows
-    with groups x replicates x statistics (intervals), never with rows: see docs/intervals.md."""
-    text = str(exc)
-    if isinstance(exc, MemoryError):
-        where = "driver"
-    elif "java.lang.OutOfMemoryError" in text:
-        where = "executor" if "Lost task" in text or "ExecutorLostFailure" in text else "driver"
-    else:
-        return None
-    return SparkJobFailedError(f"the Spark {where} ran out of memory; raise {MEMORY_SETTINGS[where]}, "
-                               f"or score fewer groups or replicates at once; nothing was written")
-
-
-def lost_worker_failure(exc: BaseException) -> Optional[SparkJobFailedError]:
-    """A job Spark aborted after losing a worker or executor, as one line."""
-    text = str(exc)
-    aborted = re.search(r"Job aborted due to stage failure: ([^\n]*)", text)
-    cause = next((c for c in LOST_WORKER if c in text), None)
-    if cause is None and WORKER_NOT_STARTED in text:
-        error = re.search(r"most recent failure: Lost task [^:]*\): (.+)", aborted.group(1) if aborted else "")
-        cause = "a Python worker failed to start" + (f" ({error.group(1).strip()[:200]})" if error else "")
-    if not aborted or cause is None:
-        return None
-    where = re.search(r"Task \S+ in stage \S+ failed \d+ times?", aborted.group(1))
-    hint = WORKER_MEMORY_HINT if cause == LOST_WORKER[0] else ""
-    return SparkJobFailedError(f"the Spark job failed: {where.group(0) if where else 'a task failed'}, "
-                               f"last because: {cause} (retries are the platform's "
-                               f"spark.task.maxFailures){hint}; nothing was written")
-
-
-def run_record(spark: SparkSession, options: JobOptions, measurement: Measurement,
-               scores: List[dict], job_group: str, rows_read: int, run_id: str,
-               input_bytes: Optional[int] = None) -> dict:
-    """What run.json holds: the effective configuration, the row accounting, versions, tasks."""
-    stats = measurement.stats  # each metric's rows count every row: those of the first
-    first = stats.filter(pc.equal(stats["metric"], measurement.plan.measured[0].name))
-    n_scored = pc.sum(first["n_segments"]).as_py() or 0
-    n_rejected = sum(measurement.rejected.values())
-    if rows_read != n_scored + n_rejected:  # counted apart from the scoring pass: a bug if unequal
-        raise RuntimeError(f"row accounting broken: read {rows_read}, scored {n_scored}, "
-                           f"rejected {n_rejected}")
-    return {
-        "run_id": run_id, "run_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": "score",
-        "input": options.input, "output": options.output, "references": options.references,
-        "join_on": list(options.join_on), "segment_key": list(measurement.input.segment_key),
-        "group_by": list(measurement.plan.group_cols),
-        "grouping_sets": [views.label(s, options.partition_by) for s in measurement.sets],
-        "partition_by": list(options.partition_by),
-        "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
-                    "langpair": options.langpair_col},
-        "on_invalid": options.on_invalid, "config": asdict(options.config),
-        "metrics": [{"metric": m.name, **m.measurement()} for m in measurement.plan.measured],
-        "resampling": asdict(options.resampling) if options.resampling.active else None,
-        "rows": {"read": rows_read, "scored": n_scored, "rejected": n_rejected,
-                 "rejected_by_reason": dict(sorted(measurement.rejected.items()))},
-        "unmatched_reference_segments": measurement.unmatched_references(),
-        # Reference sets tokenized by the partition function (task retries may add some): at or
-        # near the number of segments, not segments x systems, when rows of a segment meet.
-        "references_tokenized": measurement.references_tokenized.value,
-        "layout": measurement.input.layout,
-        "groups": len(scores),
-        "warnings": measurement.warnings,
-        "tasks": task_summary(spark, job_group),
-        "input_bytes": input_bytes,
-        "versions": versions(spark),
-        "spark": {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId},
-    }
-
-
-def task_summary(spark: SparkSession, job_group: str) -> dict:
-    """Tasks of this run's Spark jobs. `failed` counts task attempts that were lost (e.g. with an
-    executor) and rerun; `stage_retries` counts stages Spark had to run again for lost output."""
-    sc = spark.sparkContext
-    tracker = sc.statusTracker()
-    summary = Counter()
-    for job_id in tracker.getJobIdsForGroup(job_group):
-        job = tracker.getJobInfo(job_id)
-        for stage_id in (job.stageIds if job else []):
-            stage = tracker.getStageInfo(stage_id)
-            if stage:
-                summary["stages"] += 1
-                summary["stage_retries"] += stage.currentAttemptId
-                summary["completed"] += stage.numCompletedTasks
-                summary.update(_stage_metrics(sc, stage_id, stage.numFailedTasks))
-    return {k: summary.get(k, 0) for k in ("stages", "stage_retries", "completed", "failed",
-                                           "shuffle_write_bytes", "shuffle_read_bytes")}
-
-
-def _stage_metrics(sc, stage_id: int, last_attempt_failed: int) -> Counter:
-    """Failed tasks and bytes shuffled over every attempt of a stage. The public tracker
-    shows only the last attempt, and a stage rerun after a lost executor starts at zero
-    failures, so this asks the driver's status store (what the UI's REST API serves); the
-    tracker's failures alone if it cannot."""
-    try:
-        no_quantiles = sc._gateway.new_array(sc._gateway.jvm.double, 0)
-        attempts = sc._jsc.sc().statusStore().stageData(stage_id, False, None, False, no_quantiles)
-        metrics = Counter()
-        for stage in (attempts.apply(i) for i in range(attempts.length())):
-            metrics.update(failed=stage.numFailedTasks(),
-                           shuffle_write_bytes=stage.shuffleWriteBytes(),
-                           shuffle_read_bytes=stage.shuffleReadBytes())
-        return metrics
-    except Exception:  # an internal interface: never let reporting break a finished run
-        return Counter(failed=last_attempt_failed)
-
-
-def versions(spark: SparkSession) -> dict:
-    jvm = spark.sparkContext._jvm  # the documented gateway to the driver JVM
-    return {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
-            "pyspark": pyspark.__version__, "pyarrow": pa.__version__, "numpy": np.__version__,
-            "numba": metadata.version("numba"),  # from its metadata: the driver imports no numba
-            "python": platform.python_version(),
-            "java": jvm.java.lang.System.getProperty("java.version")}

@@ -1,0 +1,58 @@
+"""The groups of a grouping set: statistics summed per group and measurement, each group of one
+measurement, and the metric each statistics row is scored with."""
+from __future__ import annotations
+
+import dataclasses
+from typing import List, Tuple
+
+import pyarrow as pa
+
+from .. import metrics, statstable
+from ..config import AUTO, BleuConfig
+from ..errors import IncompatibleStatisticsError, MixedTokenizerGroupError
+from .sets import GroupingSet
+
+
+def scoring_config(config: BleuConfig) -> BleuConfig:
+    """The scoring choices alone; the measurement settings come from each statistics row."""
+    return dataclasses.replace(config, tokenize=AUTO, spm_model=None)
+
+
+def metric_of(row: dict, config) -> metrics.Metric:
+    """The metric of a statistics row, with its measurement and the run's scoring choices."""
+    return metrics.of_row(row, config)
+
+
+def _summed(stats: pa.Table, keys) -> Tuple[pa.Table, pa.Table]:
+    """The sums per key, and the same without the replicate and trial sums: the rows read as
+    Python values (the packed sums are read per group as matrices, never as Python lists)."""
+    sums = statstable.summed(stats, keys)
+    return sums, sums.drop_columns(list(statstable.SAMPLES))
+
+
+def measured_config(config, sums: dict) -> metrics.Metric:
+    """The metric of one statistics row: its measurement settings with the scoring choices."""
+    return metric_of(sums, config)
+
+
+def _check_one_measurement(sums: List[dict], grouping_set: GroupingSet) -> None:
+    """Statistics measured differently (another tokenizer, case, max order, version) never add
+    up: `sums` has a row per group and measurement, so a group with two rows is refused."""
+    seen = {}
+    for row in sums:
+        key = (*(row[c] for c in grouping_set), row["metric"])
+        if key not in seen:
+            seen[key] = row
+            continue
+        differing = {m: f"{seen[key][m]} vs {row[m]}" for m in statstable.MEASUREMENT
+                     if seen[key][m] != row[m]}
+        where = ", ".join(f"{c}={v}" for c, v in zip(grouping_set, key)) or "the whole table"
+        where += "" if row["metric"] == statstable.METRIC else f" ({row['metric']})"
+        what = "; ".join(f"{m}: {v}" for m, v in differing.items())
+        if set(differing) <= {"tokenize", "tokenizer_signature"}:
+            raise MixedTokenizerGroupError(
+                f"group {where} would mix statistics of different tokenizers ({what}); group "
+                f"by the language pair too, or score with one --tokenize")
+        raise IncompatibleStatisticsError(
+            f"group {where} would sum statistics measured with different settings ({what}); "
+            f"aggregate them separately")

@@ -1,0 +1,119 @@
+"""What resampling adds to score rows: each group's bootstrap replicate scores (from replicate
+sums, or sacrebleu's draws over its segments), then intervals, ranks and clusters from them."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import bootstrap, clusters, metrics, statstable
+from ..config import BleuConfig
+from ..errors import UsageError
+from ..shown import shown
+from .groups import measured_config, metric_of
+from .sets import GroupingSet
+from .tables import INTERVAL_FIELDS, SEGMENT_ORDER
+
+# A bootstrap over fewer segments says nothing of the corpus: with one segment, every resample
+# is that segment scaled (the same score) or nothing (0), an interval of [0, score].
+MIN_INTERVAL_SEGMENTS = 2
+
+
+def _replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segments,
+                      grouping_set, config: BleuConfig, resampling: bootstrap.Resampling):
+    """A group's bootstrap replicate scores, (B,): from its replicate sums (poisson) or from
+    sacrebleu's draws over its segments; None for a group without enough segments."""
+    poisson = resampling.method == bootstrap.POISSON
+    if not row["n_segments"] or (poisson and row["n_segments"] < MIN_INTERVAL_SEGMENTS):
+        return None
+    measured = measured_config(config, group)
+    if poisson:
+        replicates = _sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set,
+                                    measured.width)
+        return bootstrap.scores_of_sums(replicates, measured)
+    _, scores = bootstrap.sacrebleu_resample_scores(
+        segment_matrix(segments, grouping_set, group, measured), measured,
+        resampling.n_bootstrap, resampling.seed)
+    return scores
+
+
+def _add_intervals(rows: List[dict], replicates: List, resampling: bootstrap.Resampling) -> None:
+    for row, scores in zip(rows, replicates):
+        if scores is None:
+            row.update(dict.fromkeys(INTERVAL_FIELDS))
+        elif resampling.method == bootstrap.POISSON:
+            row.update(bootstrap.poisson_interval(row["score"], scores, resampling.seed).to_dict())
+        else:
+            row.update(bootstrap.sacrebleu_interval_of(row["score"], scores, resampling.seed).to_dict())
+
+
+def _sign_bootstrap(rows: List[dict], replicates: List, resampling: bootstrap.Resampling) -> None:
+    """A row whose figures come from resamples names the draws in its signature, as sacrebleu."""
+    fields = bootstrap.bootstrap_signature(resampling.method, resampling.n_bootstrap,
+                                           resampling.seed)
+    for row, scores in zip(rows, replicates):
+        if scores is not None:
+            row["signature"] = bootstrap.with_bootstrap_fields(row["signature"], fields)
+
+
+def _add_clusters(rows: List[dict], replicates: List, grouping_set: GroupingSet,
+                  same_draws: bool, system_col: str = "system") -> None:
+    """Rank ranges and clusters within each comparison group (the paired tests' groups: every
+    group column but the system, per metric); none in a grouping set without systems.
+    `same_draws`: sacrebleu's draws pick segments by position, so they are the same draws for
+    every system only where every system has the same segments (as its paired test asks)."""
+    if system_col not in grouping_set:
+        for row in rows:
+            row.update(dict.fromkeys(clusters.FIELDS))
+        return
+    others = [c for c in grouping_set if c != system_col]
+    key_of = lambda r: (*(r[c] for c in others), r["metric"])  # noqa: E731
+    if same_draws:
+        _check_same_draws(rows, replicates, key_of, system_col)
+    clusters.add_clusters(
+        rows, replicates, key_of=key_of,
+        name_of=lambda r: r[system_col],
+        higher_is_better_of=lambda r: metrics.REGISTRY[r["metric"]].higher_is_better)
+
+
+def _check_same_draws(rows: List[dict], replicates: List, key_of, system_col: str) -> None:
+    counts: Dict[tuple, dict] = {}
+    for row, scores in zip(rows, replicates):
+        if scores is not None:
+            counts.setdefault(key_of(row), {})[shown(row[system_col])] = row["n_segments"]
+    for key, by_system in counts.items():
+        if len(set(by_system.values())) > 1:
+            listed = ", ".join(f"{name} {n}" for name, n in sorted(by_system.items()))
+            raise UsageError(f"--clusters with --bootstrap-method sacrebleu: the systems of "
+                             f"{' · '.join(map(shown, key[:-1])) or 'the comparison'} ({key[-1]}) "
+                             f"have different numbers of segments ({listed}), so sacrebleu's draws "
+                             f"would not be the same for all; use --bootstrap-method poisson")
+
+
+def _sample_matrix(sums: pa.Table, column: str, index: int, group: dict, grouping_set,
+                   width: int) -> np.ndarray:
+    """A group's replicate or trial sums as a (samples, width) matrix; a clear error when its
+    rows hold none, or sums of different draws."""
+    matrix = statstable.sample_matrix(sums, column, index, width)
+    if matrix is None:
+        where = ", ".join(f"{c}={group[c]}" for c in grouping_set) or "the whole table"
+        raise UsageError(f"group {where} holds no {column.replace('_', ' ')} of one draw "
+                         f"(resampling: {group[statstable.RESAMPLING] or 'none'}): score it with "
+                         f"--confidence, or select rows of one draw with --where")
+    return matrix
+
+
+def segment_matrix(segments: pa.Table, grouping_set: GroupingSet, group: dict,
+                   metric: Optional[metrics.Metric] = None) -> np.ndarray:
+    """The statistics of a group's segments, in segment-key order (sacrebleu's line order)."""
+    metric = metric or metric_of(group, None)
+    mask = pa.array([True] * segments.num_rows)
+    for column in [*grouping_set, "tokenize", "metric"]:
+        value = group[column]
+        mask = pc.and_(mask, pc.is_null(segments[column]) if value is None
+                       else pc.fill_null(pc.equal(segments[column], value), False))
+    rows = segments.filter(mask).sort_by([(SEGMENT_ORDER, "ascending")])
+    names = metric.names
+    return np.column_stack([rows[n].to_numpy() for n in names]).astype(np.int64)

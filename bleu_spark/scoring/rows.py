@@ -1,0 +1,74 @@
+"""Score rows: one per group of every grouping set, with intervals and clusters when asked."""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import pyarrow as pa
+
+from .. import bootstrap, metrics, statstable
+from ..config import BleuConfig
+from .groups import _check_one_measurement, _summed, metric_of
+from .replicates import _add_clusters, _add_intervals, _replicate_scores, _sign_bootstrap
+from .sets import GroupingSet, label
+from .tables import GROUPING
+
+
+class ScoreRow(dict):
+    """A score row (its fields), carrying its group's summed statistics (`statistics`: name ->
+    value, None without scored segments) for the dashboard, and sacrebleu's JSON fields of the
+    group (`sacrebleu`: `name`, `verbose_score`) for `scores.json`; neither is a field of the row."""
+    statistics: dict = {}
+    sacrebleu: dict = {}
+
+
+def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
+               resampling: Optional[bootstrap.Resampling] = None,
+               segments: Optional[pa.Table] = None, implicit: Sequence[str] = ()) -> List[dict]:
+    """One score row per group of every grouping set, in set order, each set sorted by its
+    columns. Every column of any set is in every row (None where a set does not group by it).
+    With `resampling.confidence`, each row also has its interval, and with `resampling.clusters`
+    its rank, rank range and cluster among the systems of its comparison group: both from the
+    same replicate scores, of the replicate sums in `stats` (poisson), or of sacrebleu's draws
+    over `segments`, every segment's statistics (sacrebleu). `implicit`:
+    the output's partition columns, left out of the grouping labels."""
+    all_cols = list(dict.fromkeys(c for s in sets for c in s))
+    rows = []
+    for grouping_set in sets:
+        sums, plain = _summed(stats, [*grouping_set, *statstable.MEASUREMENT])
+        groups = plain.to_pylist()
+        _check_one_measurement(groups, grouping_set)
+        scored = [_score_row(r, grouping_set, all_cols, config, implicit) for r in groups]
+        if resampling is not None and resampling.bootstrapped:
+            replicates = [_replicate_scores(row, group, index, sums, segments, grouping_set,
+                                            config, resampling)
+                          for index, (row, group) in enumerate(zip(scored, groups))]
+            if resampling.confidence:
+                _add_intervals(scored, replicates, resampling)
+            if resampling.clusters:
+                _add_clusters(scored, replicates, grouping_set,
+                              same_draws=resampling.method == bootstrap.SACREBLEU)
+            _sign_bootstrap(scored, replicates, resampling)
+        scored.sort(key=lambda r: (*((r[c] is not None, r[c]) for c in grouping_set),
+                                   metrics.order_of(r["metric"])))
+        rows.extend(scored)
+    return rows
+
+
+def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: BleuConfig,
+               implicit: Sequence[str] = ()) -> dict:
+    row = ScoreRow((c, sums.get(c) if c in grouping_set else None) for c in all_cols)
+    row[GROUPING] = label(grouping_set, implicit)
+    metric = metric_of(sums, config)
+    row["metric"] = metric.name
+    statistics = [sums[name] for name in metric.names]
+    if sums["n_segments"]:
+        row.update(metric.result(statistics, sums))
+        row.statistics = dict(zip(metric.names, statistics))
+    else:  # every row of the group was rejected: listed, with no score
+        row.update(dict.fromkeys(metric.result_fields()), n_segments=0)
+        row.statistics = dict.fromkeys(metric.names)
+    row.sacrebleu = metric.sacrebleu_json(row)
+    row["n_rejected"] = sums["n_rejected"]
+    row["n_reference_segments"] = expected = sums["n_reference_segments"]
+    row["coverage"] = row["n_segments"] / expected if expected else None
+    return row
