@@ -14,11 +14,11 @@ from typing import List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from . import bootstrap, predicate, ranges, record, scoring, segments, statstable, store
+from . import bootstrap, predicate, ranges, record, scoring, segments, settings, statstable, store
 from .config import BleuConfig
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 
-ENGINES = ("auto", "local", "spark")
+ENGINES = settings.option("engine").choices
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class AggregateOptions:
     grouping_sets: Optional[Tuple[Tuple[str, ...], ...]] = None
     where: Optional[str] = None                      # a filter (bleu_spark.predicate), not SQL
     report: bool = False
-    engine: str = "auto"                             # auto: local tables here, others on Spark
+    engine: str = settings.default("engine")         # auto: local tables here, others on Spark
     config: BleuConfig = field(default_factory=BleuConfig)   # the scoring choices
     weights: Optional[Tuple[float, ...]] = None      # checked against the statistics' max order
     confidence: bool = False                         # intervals from the saved replicate sums

@@ -235,6 +235,11 @@ def option(key: str) -> Option:
     return found[0]
 
 
+def default(key: str):
+    """An option's declared default (the Python API's options objects take theirs from here)."""
+    return option(key).default
+
+
 def check(flag: str, value) -> None:
     """`value` is in the declared range of the option `flag` (`--seed`, ...)."""
     option(flag).check(value)

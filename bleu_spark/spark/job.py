@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import bootstrap, compiled, ranges, scoring, segments, statstable, store
+from .. import bootstrap, compiled, ranges, scoring, segments, settings, statstable, store
 from ..config import AUTO, DEFAULT_TOKENIZER, BleuConfig, spaceless_warning
 from ..errors import EmptyInputError, InvalidRowsError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
@@ -32,8 +32,8 @@ from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, METRIC, N_SEGMENTS, REASON,
                     merging, output_schema, partial_sums, rejected_rows, rejected_schema,
                     statistics_table)
 
-ON_INVALID = ("fail", "quarantine")
-SCANS = ("auto", "spark")
+ON_INVALID = settings.option("on_invalid").choices
+SCANS = settings.option("scan").choices
 EXAMPLES_SHOWN = 5
 # sacrebleu's own resampling brings every segment's statistics to the driver: test-set sizes.
 MAX_SACREBLEU_ROWS = 2_000_000
@@ -47,16 +47,16 @@ class JobOptions:
     grouping_sets: Optional[Tuple[Tuple[str, ...], ...]] = None  # several groupings, one pass
     partition_by: Tuple[str, ...] = ()              # Hive partitions of the output, e.g. run_date
     report: bool = False                            # also write DIR/report.html
-    candidate_col: str = "candidate"
-    references_cols: Tuple[str, ...] = ("references",)  # one array column, or string columns
-    langpair_col: str = "langpair"
+    candidate_col: str = settings.default("candidate_col")
+    references_cols: Tuple[str, ...] = tuple(settings.default("references_col"))  # an array, or strings
+    langpair_col: str = settings.default("langpair_col")
     references: Optional[str] = None                    # a separate references table
     join_on: Tuple[str, ...] = ()
     segment_key: Tuple[str, ...] = ()                   # inline references: what names a segment
-    on_invalid: str = "fail"
-    colocate_references: str = "auto"                   # shuffle rows sharing references together
-    scan: str = "auto"                                  # auto: Python workers read local files
-    progress_seconds: float = 30.0                      # 0: no progress lines
+    on_invalid: str = settings.default("on_invalid")
+    colocate_references: str = settings.default("colocate_references")  # shuffle rows sharing references?
+    scan: str = settings.default("scan")                # auto: Python workers read local files
+    progress_seconds: float = settings.default("progress_seconds")  # 0: no progress lines
     config: BleuConfig = field(default_factory=BleuConfig)
     resampling: bootstrap.Resampling = field(default_factory=bootstrap.Resampling)
     metrics: Tuple[str, ...] = DEFAULT_METRICS          # measured in one pass, by registry name
