@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from . import bootstrap, predicate, ranges, record, scoring, segments, settings, statstable, store
+from . import bootstrap, predicate, record, scoring, segments, settings, statstable, store
 from .config import BleuConfig
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 
@@ -49,7 +49,7 @@ class AggregateOptions:
             raise UsageError("give --group-by or --grouping-sets, not both")
         # Checked now, before any reading: the values here, their number against the
         # statistics' max order once read; the pairing rules are score's (Resampling's).
-        object.__setattr__(self, "weights", ranges.check_weights(self.weights))
+        object.__setattr__(self, "weights", settings.check_weights(self.weights))
         bootstrap.Resampling(confidence=self.confidence, paired_bs=self.paired_bs,
                              baseline=self.baseline)
         if self.output:

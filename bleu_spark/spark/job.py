@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import bootstrap, compiled, ranges, scoring, segments, settings, statstable, store
+from .. import bootstrap, compiled, scoring, segments, settings, statstable, store
 from ..config import AUTO, DEFAULT_TOKENIZER, BleuConfig, spaceless_warning
 from ..errors import EmptyInputError, InvalidRowsError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
@@ -78,7 +78,7 @@ class JobOptions:
                              f"choose one of: {', '.join(ON_INVALID)}")
         if self.scan not in SCANS:
             raise UsageError(f"unknown --scan {self.scan!r}; choose one of: {', '.join(SCANS)}")
-        ranges.check("--progress-seconds", self.progress_seconds)
+        settings.check("--progress-seconds", self.progress_seconds)
         if not self.references_cols:
             raise UsageError("--references-col needs at least one column")
         if self.group_by is not None and self.grouping_sets is not None:
