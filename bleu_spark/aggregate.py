@@ -17,9 +17,10 @@ import numpy as np
 import pyarrow as pa
 import sacrebleu
 
-from . import __version__, bootstrap, output as out, predicate, ranges, segments, statstable, views
+from . import __version__, output as out, predicate, ranges, segments, statstable, views
 from .config import BleuConfig
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
+from .resampling import Resampling
 
 ENGINES = ("auto", "local", "spark")
 
@@ -53,8 +54,8 @@ class AggregateOptions:
         # Checked now, before any reading: the values here, their number against the
         # statistics' max order once read; the pairing rules are score's (Resampling's).
         object.__setattr__(self, "weights", ranges.check_weights(self.weights))
-        bootstrap.Resampling(confidence=self.confidence, paired_bs=self.paired_bs,
-                             baseline=self.baseline)
+        Resampling(confidence=self.confidence, paired_bs=self.paired_bs,
+                   baseline=self.baseline)
         if self.output:
             check_output_apart(self.stats, self.output)
 
@@ -172,7 +173,7 @@ def scoring_config(options: AggregateOptions, stats: pa.Table) -> BleuConfig:
     return replace(options.config, weights=options.weights, max_ngram_order=orders[0] if orders else 4)
 
 
-def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[bootstrap.Resampling]:
+def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[Resampling]:
     """Intervals and paired tests from the replicate sums the statistics hold (poisson)."""
     if not options.resamples:
         return None
@@ -186,9 +187,9 @@ def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[boo
                          f"any ({shown}); select rows of one draw with --where (the partitions "
                          f"scored with the same --confidence options)")
     _, n_bootstrap, seed = labels.pop().split(":")
-    return bootstrap.Resampling(confidence=options.confidence, n_bootstrap=int(n_bootstrap),
-                                seed=int(seed), paired_bs=options.paired_bs, baseline=options.baseline,
-                                clusters=options.clusters)
+    return Resampling(confidence=options.confidence, n_bootstrap=int(n_bootstrap),
+                      seed=int(seed), paired_bs=options.paired_bs, baseline=options.baseline,
+                      clusters=options.clusters)
 
 
 def _read(options: AggregateOptions, spark) -> pa.Table:

@@ -366,7 +366,7 @@ def job_options(settings: dict):
 
 
 def resampling_options(settings: dict):
-    from .bootstrap import Resampling
+    from .resampling import Resampling
 
     return Resampling(confidence=bool(settings["confidence"]), method=settings["bootstrap_method"],
                       n_bootstrap=settings["n_bootstrap"], seed=settings["seed"],

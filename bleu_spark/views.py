@@ -14,9 +14,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import bootstrap, clusters, metrics, statstable
+from . import metrics, statstable
 from .config import AUTO, BleuConfig
 from .errors import IncompatibleStatisticsError, MixedTokenizerGroupError, UsageError
+from .resampling import (PAIRED_AR, PAIRED_BS, POISSON, SACREBLEU, Resampling, bootstrap_signature,
+                         clusters, poisson_interval, poisson_paired_ar, poisson_paired_bs,
+                         sacrebleu_interval_of, sacrebleu_paired_ar, sacrebleu_paired_bs,
+                         sacrebleu_resample_scores, scores_of_sums, with_bootstrap_fields)
 from .shown import shown
 
 GroupingSet = Tuple[str, ...]
@@ -101,7 +105,7 @@ def _summed(stats: pa.Table, keys) -> Tuple[pa.Table, pa.Table]:
 
 
 def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
-               resampling: Optional[bootstrap.Resampling] = None,
+               resampling: Optional[Resampling] = None,
                segments: Optional[pa.Table] = None, implicit: Sequence[str] = ()) -> List[dict]:
     """One score row per group of every grouping set, in set order, each set sorted by its
     columns. Every column of any set is in every row (None where a set does not group by it).
@@ -125,7 +129,7 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
                 _add_intervals(scored, replicates, resampling)
             if resampling.clusters:
                 _add_clusters(scored, replicates, grouping_set,
-                              same_draws=resampling.method == bootstrap.SACREBLEU)
+                              same_draws=resampling.method == SACREBLEU)
             _sign_bootstrap(scored, replicates, resampling)
         scored.sort(key=lambda r: (*((r[c] is not None, r[c]) for c in grouping_set),
                                    metrics.order_of(r["metric"])))
@@ -144,40 +148,40 @@ MIN_INTERVAL_SEGMENTS = 2
 
 
 def _replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segments,
-                      grouping_set, config: BleuConfig, resampling: bootstrap.Resampling):
+                      grouping_set, config: BleuConfig, resampling: Resampling):
     """A group's bootstrap replicate scores, (B,): from its replicate sums (poisson) or from
     sacrebleu's draws over its segments; None for a group without enough segments."""
-    poisson = resampling.method == bootstrap.POISSON
+    poisson = resampling.method == POISSON
     if not row["n_segments"] or (poisson and row["n_segments"] < MIN_INTERVAL_SEGMENTS):
         return None
     measured = measured_config(config, group)
     if poisson:
         replicates = _sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set,
                                     measured.width)
-        return bootstrap.scores_of_sums(replicates, measured)
-    _, scores = bootstrap.sacrebleu_resample_scores(
+        return scores_of_sums(replicates, measured)
+    _, scores = sacrebleu_resample_scores(
         segment_matrix(segments, grouping_set, group, measured), measured,
         resampling.n_bootstrap, resampling.seed)
     return scores
 
 
-def _add_intervals(rows: List[dict], replicates: List, resampling: bootstrap.Resampling) -> None:
+def _add_intervals(rows: List[dict], replicates: List, resampling: Resampling) -> None:
     for row, scores in zip(rows, replicates):
         if scores is None:
             row.update(dict.fromkeys(INTERVAL_FIELDS))
-        elif resampling.method == bootstrap.POISSON:
-            row.update(bootstrap.poisson_interval(row["score"], scores, resampling.seed).to_dict())
+        elif resampling.method == POISSON:
+            row.update(poisson_interval(row["score"], scores, resampling.seed).to_dict())
         else:
-            row.update(bootstrap.sacrebleu_interval_of(row["score"], scores, resampling.seed).to_dict())
+            row.update(sacrebleu_interval_of(row["score"], scores, resampling.seed).to_dict())
 
 
-def _sign_bootstrap(rows: List[dict], replicates: List, resampling: bootstrap.Resampling) -> None:
+def _sign_bootstrap(rows: List[dict], replicates: List, resampling: Resampling) -> None:
     """A row whose figures come from resamples names the draws in its signature, as sacrebleu."""
-    fields = bootstrap.bootstrap_signature(resampling.method, resampling.n_bootstrap,
-                                           resampling.seed)
+    fields = bootstrap_signature(resampling.method, resampling.n_bootstrap,
+                                 resampling.seed)
     for row, scores in zip(rows, replicates):
         if scores is not None:
-            row["signature"] = bootstrap.with_bootstrap_fields(row["signature"], fields)
+            row["signature"] = with_bootstrap_fields(row["signature"], fields)
 
 
 def check_clusters(sets: Sequence[GroupingSet], system_col: str = "system") -> None:
@@ -291,7 +295,7 @@ def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: BleuConf
 
 
 def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
-                resampling: bootstrap.Resampling, segments: Optional[pa.Table] = None,
+                resampling: Resampling, segments: Optional[pa.Table] = None,
                 system_col: str = "system") -> Tuple[List[dict], List[str]]:
     """Paired tests of every system against the baseline, within each group of the other columns
     of the first grouping set holding `system_col` (e.g. each testset x langpair), and warnings
@@ -349,32 +353,32 @@ def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
     vector = lambda r: np.array([r[n] for n in names], np.int64)
     samples = lambda r, column: _sample_matrix(sums, column, r["_index"], r, grouping_set,
                                                measured.width)
-    poisson = resampling.method == bootstrap.POISSON
+    poisson = resampling.method == POISSON
     if poisson:
         _check_same_segments(base, row, grouping_set)
     done = []
     if resampling.paired_bs:
         if poisson:
-            result = bootstrap.poisson_paired_bs(
+            result = poisson_paired_bs(
                 vector(base), samples(base, statstable.REPLICATE_SUMS), vector(row),
                 samples(row, statstable.REPLICATE_SUMS), measured)
         else:
-            result = bootstrap.sacrebleu_paired_bs(
+            result = sacrebleu_paired_bs(
                 segment_matrix(segments, grouping_set, base, measured),
                 segment_matrix(segments, grouping_set, row, measured),
                 measured, resampling.n_bootstrap, resampling.seed)
-        done.append({**result.to_dict(), "test": bootstrap.PAIRED_BS})
+        done.append({**result.to_dict(), "test": PAIRED_BS})
     if resampling.paired_ar:
         if poisson:
-            result = bootstrap.poisson_paired_ar(
+            result = poisson_paired_ar(
                 vector(base), vector(row), samples(base, statstable.TRIAL_SUMS),
                 samples(row, statstable.TRIAL_SUMS), measured)
         else:
-            result = bootstrap.sacrebleu_paired_ar(
+            result = sacrebleu_paired_ar(
                 segment_matrix(segments, grouping_set, base, measured),
                 segment_matrix(segments, grouping_set, row, measured),
                 measured, resampling.n_ar_trials, resampling.seed)
-        done.append({**result.to_dict(), "test": bootstrap.PAIRED_AR})
+        done.append({**result.to_dict(), "test": PAIRED_AR})
     return [dict(t, method=resampling.method) for t in done]
 
 
@@ -447,7 +451,7 @@ def report_set(sets: Sequence[GroupingSet], partition_by: Sequence[str] = ()) ->
 
 def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
                 partition_by: Sequence[str] = (), run: Optional[dict] = None,
-                title: str = "bleu-spark report", resampling: Optional[bootstrap.Resampling] = None,
+                title: str = "bleu-spark report", resampling: Optional[Resampling] = None,
                 segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
                 drilldown: Optional[dict] = None) -> str:
     """The report page of a statistics table: the report set over all of it (with intervals
@@ -471,7 +475,7 @@ def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig
 
 def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[GroupingSet],
                 config: BleuConfig, run: dict, report: bool,
-                resampling: Optional[bootstrap.Resampling] = None,
+                resampling: Optional[Resampling] = None,
                 segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
                 drilldown: Optional[dict] = None) -> None:
     """The tables and files every result holds, from its statistics and their scores. A
@@ -541,7 +545,7 @@ def _typed_like(table: pa.Table, stats: pa.Table, columns: Sequence[str]) -> pa.
 
 def write_partitioned_report(output, stats: pa.Table, sets: Sequence[GroupingSet],
                              config: BleuConfig, run: dict,
-                             resampling: Optional[bootstrap.Resampling] = None,
+                             resampling: Optional[Resampling] = None,
                              drilldown: Optional[dict] = None) -> None:
     """The report over every partition the folder will hold, into the staging folder: called
     by the commit before any move, so a group it cannot score (two tokenizers, say) fails the

@@ -21,11 +21,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import __version__, bootstrap, compiled, metrics, output as out, ranges, segments, statstable, views
+from .. import __version__, compiled, metrics, output as out, ranges, segments, statstable, views
 from ..config import AUTO, DEFAULT_TOKENIZER, BleuConfig, spaceless_warning
 from ..errors import (EmptyInputError, InvalidRowsError, MissingColumnError, SparkJobFailedError,
                       UsageError)
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
+from ..resampling import POISSON, SACREBLEU, Resampling
 from ..rows import HINTS
 from ..shown import shown
 from ..segments import SegmentsPlan
@@ -64,7 +65,7 @@ class JobOptions:
     scan: str = "auto"                                  # auto: Python workers read local files
     progress_seconds: float = 30.0                      # 0: no progress lines
     config: BleuConfig = field(default_factory=BleuConfig)
-    resampling: bootstrap.Resampling = field(default_factory=bootstrap.Resampling)
+    resampling: Resampling = field(default_factory=Resampling)
     metrics: Tuple[str, ...] = DEFAULT_METRICS          # measured in one pass, by registry name
     metric_settings: Tuple[Tuple[str, Any], ...] = ()   # other metrics' options, e.g. chrf_beta
     segments: bool = False                              # also write DIR/segments/, a row a segment
@@ -75,7 +76,7 @@ class JobOptions:
     def __post_init__(self):
         object.__setattr__(self, "metrics", parse_names(self.metrics))
         configured(self.metrics, dict(self.metric_settings), self.config)  # options checked now
-        if self.resampling.method == bootstrap.SACREBLEU and self.resampling.active \
+        if self.resampling.method == SACREBLEU and self.resampling.active \
                 and not (self.segment_key or self.join_on):
             raise UsageError("--bootstrap-method sacrebleu needs --segment-key or --join-on: "
                              "the segment order sacrebleu resamples in")
@@ -158,7 +159,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
         rules.append(io.ColumnRule(options.langpair_col, "string", io.is_string))
     io.check_columns(schema, rules)
     resampling = options.resampling
-    poisson = resampling.active and resampling.method == bootstrap.POISSON
+    poisson = resampling.active and resampling.method == POISSON
     per_segment = (tuple(c for c in (*options.join_on, *options.segment_key) if c not in group_cols)
                    if resampling.active and not poisson else ())
     return PartitionPlan(config=config, group_cols=group_cols,
@@ -379,7 +380,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                                   f"that delivered nothing?); pass --allow-empty-input to write "
                                   f"an empty result instead")
         resampling = options.resampling
-        if resampling.active and resampling.method == bootstrap.SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
+        if resampling.active and resampling.method == SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
             raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
                              f"{rows_read} rows is more than {MAX_SACREBLEU_ROWS}; use poisson")
         input_bytes = scan.bytes if scan else io.input_bytes(table.frame)
@@ -434,7 +435,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if output:
             # The report of a partitioned folder covers every partition it will hold: drawn under
             # the commit's lock, before any move, so a group it cannot score leaves DIR as it was.
-            hashed = resampling if resampling.method == bootstrap.POISSON else None
+            hashed = resampling if resampling.method == POISSON else None
             report = (lambda staged: views.write_partitioned_report(
                 staged, measurement.stats, measurement.sets, options.config, run, hashed, drill)) \
                 if options.report and options.partition_by else None
@@ -484,7 +485,7 @@ def tokenizer_warnings(stats: pa.Table, options: JobOptions, tokenizers: Optiona
 
 
 def _drilldown(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
-               resampling: bootstrap.Resampling) -> Optional[dict]:
+               resampling: Resampling) -> Optional[dict]:
     """What the report shows of this run's segments (`--segments`), read back from where the
     tasks wrote them; None without them."""
     if plan.segments is None:
@@ -511,7 +512,7 @@ def write_rejected(frame: DataFrame, output, partition_by: Sequence[str]) -> Non
     output.rename_partition_values("rejected", strings, stand_in, "")
 
 
-def _after_scoring(resampling: bootstrap.Resampling) -> str:
+def _after_scoring(resampling: Resampling) -> str:
     """What the progress line says once every row is scored: the stages left add up sums."""
     kept = [f"{n} {what} sums" for n, what in ((resampling.replicates, "replicate"),
                                                (resampling.trials, "trial")) if n]
