@@ -14,9 +14,10 @@ from typing import List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from . import bootstrap, predicate, record, scoring, segments, settings, statstable, store
+from . import predicate, record, scoring, segments, settings, statstable, store
 from .config import BleuConfig
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
+from .resampling import Resampling
 
 ENGINES = settings.option("engine").choices
 
@@ -50,7 +51,7 @@ class AggregateOptions:
         # Checked now, before any reading: the values here, their number against the
         # statistics' max order once read; the pairing rules are score's (Resampling's).
         object.__setattr__(self, "weights", settings.check_weights(self.weights))
-        bootstrap.Resampling(confidence=self.confidence, paired_bs=self.paired_bs,
+        Resampling(confidence=self.confidence, paired_bs=self.paired_bs,
                              baseline=self.baseline)
         if self.output:
             check_output_apart(self.stats, self.output)
@@ -169,7 +170,7 @@ def scoring_config(options: AggregateOptions, stats: pa.Table) -> BleuConfig:
     return replace(options.config, weights=options.weights, max_ngram_order=orders[0] if orders else 4)
 
 
-def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[bootstrap.Resampling]:
+def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[Resampling]:
     """Intervals and paired tests from the replicate sums the statistics hold (poisson)."""
     if not options.resamples:
         return None
@@ -183,9 +184,9 @@ def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[boo
                          f"any ({shown}); select rows of one draw with --where (the partitions "
                          f"scored with the same --confidence options)")
     _, n_bootstrap, seed = labels.pop().split(":")
-    return bootstrap.Resampling(confidence=options.confidence, n_bootstrap=int(n_bootstrap),
-                                seed=int(seed), paired_bs=options.paired_bs, baseline=options.baseline,
-                                clusters=options.clusters)
+    return Resampling(confidence=options.confidence, n_bootstrap=int(n_bootstrap),
+                      seed=int(seed), paired_bs=options.paired_bs, baseline=options.baseline,
+                      clusters=options.clusters)
 
 
 def _read(options: AggregateOptions, spark) -> pa.Table:

@@ -211,7 +211,7 @@ def job_options(values: dict):
 
 
 def resampling_options(values: dict):
-    from .bootstrap import Resampling
+    from .resampling import Resampling
 
     return Resampling(confidence=bool(values["confidence"]), method=values["bootstrap_method"],
                       n_bootstrap=values["n_bootstrap"], seed=values["seed"],

@@ -1,7 +1,7 @@
 """Spark's `xxhash64` of a reference list, computed in the Python workers.
 
 A segment's bootstrap weights are drawn from a hash of its references when it has no key
-(`bootstrap.poisson_weights`); where rows pass through Spark's SQL engine that hash is
+(`resampling.poisson_weights`); where rows pass through Spark's SQL engine that hash is
 `xxhash64(references)`, so rows read by the Python workers directly must get the very same
 value, or the same segment would get other weights in another run and paired tests would pair
 nothing. Spark hashes an array by chaining: the seed (42) hashes the first non-null element,

@@ -25,8 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import bootstrap, metrics, statstable, store
+from . import metrics, statstable, store
 from .errors import UsageError
+from .resampling import DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, Resampling, poisson_weights, replicate_sums
 
 TABLE = "segments"
 SENTENCE_SCORE, SEGMENT_HASH = statstable.SEGMENT_VALUES
@@ -120,7 +121,7 @@ def draw_of(labels: Sequence[str]) -> Tuple[int, int]:
         raise UsageError(f"the segments were written by runs of different draws ({', '.join(drawn)}); "
                          f"select the rows of one with --where")
     if not drawn:
-        return bootstrap.DEFAULT_BOOTSTRAP_SAMPLES, bootstrap.DEFAULT_SEED
+        return DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED
     _, n_replicates, seed = drawn[0].split(":")
     return int(n_replicates), int(seed)
 
@@ -147,11 +148,11 @@ def with_replicate_sums(table: pa.Table, keys: Sequence[str], n_replicates: int,
         for start in range(0, len(rows), CHUNK_ROWS):  # weights: chunk x B at a time
             part = rows[start:start + CHUNK_ROWS]
             stats = np.column_stack([table[n].take(part).to_numpy() for n in names])
-            sums += bootstrap.replicate_sums(stats, bootstrap.poisson_weights(hashes[part], seed, n_replicates))
+            sums += replicate_sums(stats, poisson_weights(hashes[part], seed, n_replicates))
         packed[row["_group"]] = sums.reshape(-1)
     in_order = [packed[g] for g in summed["_group"].to_numpy()]
-    label = pa.repeat(pa.scalar(bootstrap.Resampling(confidence=True, n_bootstrap=n_replicates,
-                                                     seed=seed).label), summed.num_rows)
+    label = pa.repeat(pa.scalar(Resampling(confidence=True, n_bootstrap=n_replicates,
+                                           seed=seed).label), summed.num_rows)
     summed = _replaced(summed.drop_columns(["_group"]), statstable.RESAMPLING, label)
     return _replaced(summed, statstable.REPLICATE_SUMS, statstable.ragged_list_column(in_order))
 

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bleu_spark.bootstrap import ar_swaps, poisson_weights, replicate_sums  # noqa: E402
+from bleu_spark.resampling import ar_swaps, poisson_weights, replicate_sums  # noqa: E402
 
 
 def best_of(repeats, function):

@@ -65,7 +65,7 @@ def tiled(base: str, groups: int, systems: int, seed: int = 0):
 
 def one(base: str, groups: int, systems: int, with_clusters: bool) -> dict:
     from bleu_spark import BleuConfig, clusters, scoring
-    from bleu_spark.bootstrap import Resampling
+    from bleu_spark.resampling import Resampling
 
     stats = tiled(base, groups, systems)
     built = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -24,7 +24,7 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.significance import PairedTest, _bootstrap_resample
 
 from bleu_spark import BleuConfig
-from bleu_spark.bootstrap import percentile_bounds
+from bleu_spark.resampling import percentile_bounds
 from bleu_spark.oracle import reference_streams
 
 BOUND_TOLERANCE = 0.5

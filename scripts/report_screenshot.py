@@ -92,8 +92,9 @@ def add_sample_clusters(scores: List[dict], path: str = SAMPLE, n_bootstrap: int
     sacrebleu --clusters` computes)."""
     import pyarrow as pa
 
-    from bleu_spark import bootstrap, clusters, metrics
+    from bleu_spark import metrics
     from bleu_spark.config import BleuConfig
+    from bleu_spark.resampling import clusters, sacrebleu_resample_scores
     from bleu_spark.tokenizers import LineTokenizer
 
     groups = sample_groups(path, {r["langpair"] for r in scores})
@@ -107,7 +108,7 @@ def add_sample_clusters(scores: List[dict], path: str = SAMPLE, n_bootstrap: int
             pa.array([r["candidate"] for r in rows], pa.string()),
             pa.array(references, pa.list_(pa.string())),
             LineTokenizer(tokenize, False, None) if metric.uses_tokenizer else None)
-        replicates.append(bootstrap.sacrebleu_resample_scores(stats, metric, n_bootstrap, seed)[1])
+        replicates.append(sacrebleu_resample_scores(stats, metric, n_bootstrap, seed)[1])
     scores = [dict(r) for r in scores]
     clusters.add_clusters(scores, replicates, key_of=lambda r: (r["langpair"], r.get("metric", "bleu")),
                           name_of=lambda r: r["system"],

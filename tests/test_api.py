@@ -2,7 +2,6 @@
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 
 from bleu_spark import corpus_bleu, corpus_score

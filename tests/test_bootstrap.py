@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.significance import PairedTest, _bootstrap_resample
 
-from bleu_spark import bootstrap
-from bleu_spark.bootstrap import (MAX_SACREBLEU_SEGMENTS, ar_swaps, bootstrap_signature,
-                                  poisson_interval, poisson_paired_ar, poisson_paired_bs,
-                                  poisson_weights, replicate_sums, sacrebleu_interval,
-                                  sacrebleu_paired_ar, sacrebleu_paired_bs, scores_of_sums,
-                                  with_bootstrap_fields)
+from bleu_spark import resampling
+from bleu_spark.resampling import (MAX_SACREBLEU_SEGMENTS, ar_swaps, bootstrap_signature, poisson,
+                                   poisson_interval, poisson_paired_ar, poisson_paired_bs,
+                                   poisson_weights, replicate_sums, sacrebleu_interval,
+                                   sacrebleu_paired_ar, sacrebleu_paired_bs, scores_of_sums,
+                                   with_bootstrap_fields)
 from bleu_spark.config import BleuConfig
 from bleu_spark.errors import UsageError
 from bleu_spark.oracle import reference_streams
@@ -61,7 +61,7 @@ def sacrebleu_bounds(hypotheses, references, config, n_samples, tokenize="13a"):
     metric = sacrebleu_metric(config, tokenize)
     stats = metric._extract_corpus_statistics(hypotheses, reference_streams(references))
     _, scores = _bootstrap_resample(stats, metric, n_samples)
-    return bootstrap.percentile_bounds(np.array([s.score for s in scores]))
+    return resampling.percentile_bounds(np.array([s.score for s in scores]))
 
 
 def assert_interval_matches_sacrebleu(hypotheses, references, config, n_samples, seed,
@@ -106,7 +106,7 @@ def assert_paired_matches_sacrebleu(baseline, system, references, config, monkey
     resampled = [np.array([s.score for s in _bootstrap_resample(
         metric._extract_corpus_statistics(hyps, streams), metric, n_samples)[1]])
         for hyps in (baseline, system)]
-    low, high = bootstrap.percentile_bounds(resampled[1] - resampled[0])
+    low, high = resampling.percentile_bounds(resampled[1] - resampled[0])
     assert (ours.delta_ci_low, ours.delta_ci_high) == pytest.approx((low, high), abs=TOLERANCE)
 
     ours = sacrebleu_paired_ar(bl_stats, sys_stats, config, n_trials=n_trials, seed=seed)
@@ -114,7 +114,7 @@ def assert_paired_matches_sacrebleu(baseline, system, references, config, monkey
                                                 n_trials, tokenize)
     assert ours.delta == pytest.approx(sys_result.score - bl_result.score, abs=TOLERANCE)
     assert ours.p_value == pytest.approx(sys_result.p_value, abs=TOLERANCE)
-    assert ours.delta_ci_low is None and ours.test == bootstrap.PAIRED_AR
+    assert ours.delta_ci_low is None and ours.test == resampling.PAIRED_AR
 
 
 # --- sacrebleu replay on generated text ----------------------------------------------------------
@@ -171,14 +171,14 @@ def test_signature_fields_are_sacrebleus(monkeypatch):
     metric = sacrebleu_metric(BleuConfig())
     metric.corpus_score(systems[0], reference_streams(references), n_bootstrap=300)
     plain = bleu_signature(BleuConfig(), 1, metric.tokenizer_signature)
-    fields = bootstrap_signature(bootstrap.SACREBLEU, 300, 777)
+    fields = bootstrap_signature(resampling.SACREBLEU, 300, 777)
     assert with_bootstrap_fields(plain, fields) == str(metric.get_signature())
     for test_type, n in (("bs", 200), ("ar", 300)):
         signature, _, _ = sacrebleu_paired(systems[0], systems[1], references, BleuConfig(),
                                            test_type, n)
-        fields = bootstrap_signature(bootstrap.SACREBLEU, n, 777, kind=test_type)
+        fields = bootstrap_signature(resampling.SACREBLEU, n, 777, kind=test_type)
         assert with_bootstrap_fields(plain, fields) == str(signature)
-    assert bootstrap_signature(bootstrap.POISSON, 1000, 5) == "bs:1000|seed:5|bsm:poisson"
+    assert bootstrap_signature(resampling.POISSON, 1000, 5) == "bs:1000|seed:5|bsm:poisson"
 
 
 def test_replay_refuses_what_it_cannot_replay():
@@ -265,7 +265,7 @@ def test_replicate_sums_are_exact_and_add_over_chunks(scale, n_chunks):
     rng = np.random.default_rng(scale)
     stats = rng.integers(0, 60, size=(3000, 10)) * scale
     weights = poisson_weights(np.arange(3000, dtype=np.int64), 1, 200)
-    chunks = bootstrap._exact_chunks(int(weights.max()) * stats.max(axis=1), 1 << 24)
+    chunks = poisson._exact_chunks(int(weights.max()) * stats.max(axis=1), 1 << 24)
     if n_chunks is None:
         assert chunks is None
     else:
@@ -349,8 +349,8 @@ def test_poisson_paired_bs_equals_direct_weighted_sums():
     assert paired.delta == delta
     assert paired.p_value == (count + 1) / 301
     assert (paired.delta_ci_low, paired.delta_ci_high) == pytest.approx(
-        bootstrap.percentile_bounds(differences), abs=1e-12)
-    assert paired.to_dict()["test"] == bootstrap.PAIRED_BS_POISSON
+        resampling.percentile_bounds(differences), abs=1e-12)
+    assert paired.to_dict()["test"] == resampling.PAIRED_BS_POISSON
 
 
 @pytest.mark.parametrize("identical_share", [0.0, 0.97])
@@ -382,19 +382,19 @@ def test_poisson_paired_ar_ties_survive_last_bit_differences(monkeypatch):
     args = (baseline.sum(0), system.sum(0), replicate_sums(baseline, swaps),
             replicate_sums(system, swaps), config)
     exact = poisson_paired_ar(*args)
-    vectorized = bootstrap.scores_of_sums
+    vectorized = poisson.scores_of_sums
     calls = []
 
     def off_by_last_bits(sums, config):
         calls.append(len(calls))
         return vectorized(sums, config) * (1 + 4e-16 * (-1) ** len(calls))
 
-    monkeypatch.setattr(bootstrap, "scores_of_sums", off_by_last_bits)
+    monkeypatch.setattr(poisson, "scores_of_sums", off_by_last_bits)
     assert poisson_paired_ar(*args).p_value == exact.p_value
     assert calls  # the patched scorer was the one used
 
 
 def test_bootstrap_module_does_not_import_pyspark():
-    code = "import sys, bleu_spark.bootstrap; print('pyspark' in sys.modules)"
+    code = "import sys, bleu_spark.resampling; print('pyspark' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

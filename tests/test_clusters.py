@@ -9,10 +9,10 @@ import pytest
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import _bootstrap_resample
 
-from bleu_spark import bootstrap, clusters
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
-from bleu_spark.bootstrap import Resampling
 from bleu_spark.oracle import reference_streams
+from bleu_spark.resampling import (DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, SACREBLEU, Resampling,
+                                   clusters, scores_of_sums)
 from conftest import SAMPLE
 from test_bootstrap import sample_systems
 
@@ -101,11 +101,11 @@ def test_sacrebleu_method_clusters_equal_a_replica_over_sacrebleus_draws(spark, 
 
     path = str(tmp_path / "in.parquet")
     pq.write_table(pq.read_table(SAMPLE, filters=[("langpair", "in", LANGPAIRS)]), path)
-    resampling = Resampling(method=bootstrap.SACREBLEU, clusters=True)
+    resampling = Resampling(method=SACREBLEU, clusters=True)
     result = run_job(spark, JobOptions(input=path, segment_key=SEGMENT_KEY, resampling=resampling,
                                        metrics=("bleu", "chrf", "ter"), progress_seconds=0))
     ours = {(r["langpair"], r["metric"], r["system"]): r for r in result.scores}
-    monkeypatch.setenv("SACREBLEU_SEED", str(bootstrap.DEFAULT_SEED))
+    monkeypatch.setenv("SACREBLEU_SEED", str(DEFAULT_SEED))
     checked = 0
     for langpair in LANGPAIRS:
         systems = sample_systems(langpair)  # each system's rows in seg_id order
@@ -117,7 +117,7 @@ def test_sacrebleu_method_clusters_equal_a_replica_over_sacrebleus_draws(spark, 
                 references = reference_streams([r["references"] for r in rows])
                 stats = metric._extract_corpus_statistics(hypotheses, references)
                 scores[name] = metric.corpus_score(hypotheses, references).score
-                _, resampled = _bootstrap_resample(stats, metric, bootstrap.DEFAULT_BOOTSTRAP_SAMPLES)
+                _, resampled = _bootstrap_resample(stats, metric, DEFAULT_BOOTSTRAP_SAMPLES)
                 replicates[name] = [s.score for s in resampled]
             expected = replica(scores, replicates, metric_name != "ter")
             # The check means something: systems' rank ranges differ.
@@ -156,7 +156,7 @@ def test_aggregate_clusters_of_saved_statistics_equal_a_fresh_run_and_the_replic
     for index, group in enumerate(stats.drop_columns(list(statstable.SAMPLES)).to_pylist()):
         metric = metric_of(group, None)
         sums = statstable.sample_matrix(stats, statstable.REPLICATE_SUMS, index, metric.width)
-        replicates[group["system"]] = bootstrap.scores_of_sums(sums, metric).tolist()
+        replicates[group["system"]] = scores_of_sums(sums, metric).tolist()
         scores[group["system"]] = fresh[group["system"]]["score"]
     expected = replica(scores, replicates, True)
     assert len({f["cluster"] for f in expected.values()}) > 1
@@ -191,7 +191,7 @@ def test_sacrebleu_method_clusters_refuse_systems_of_different_segments(spark, t
     pq.write_table(table.filter(pc.invert(dropped)), path)
     with pytest.raises(UsageError, match="different numbers of segments.*poisson"):
         run_job(spark, JobOptions(input=path, segment_key=SEGMENT_KEY, progress_seconds=0,
-                                  resampling=Resampling(method=bootstrap.SACREBLEU, clusters=True)))
+                                  resampling=Resampling(method=SACREBLEU, clusters=True)))
 
 
 # --- the report, rendered by headless Chromium ---------------------------------------------
@@ -276,7 +276,7 @@ def test_the_job_file_key_turns_clusters_and_their_bootstrap_on(tmp_path):
     job.write_text("input: in.parquet\noutput: out\nclusters: true\n")
     options = job_options(effective_settings(build_parser().parse_args(["score", "--config", str(job)])))
     assert options.resampling.clusters and not options.resampling.confidence
-    assert options.resampling.replicates == bootstrap.DEFAULT_BOOTSTRAP_SAMPLES  # the draws it needs
+    assert options.resampling.replicates == DEFAULT_BOOTSTRAP_SAMPLES  # the draws it needs
     job.write_text("input: in.parquet\noutput: out\nclusters: 'yes'\n")
     with pytest.raises(ConfigFileError, match="clusters is string 'yes', expected boolean"):
         effective_settings(build_parser().parse_args(["score", "--config", str(job)]))

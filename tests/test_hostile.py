@@ -828,7 +828,7 @@ def test_group_by_system_on_one_language_pair_and_a_repeated_group_column_are_sc
 # --- a paired test against a system that is not there ---------------------------------------------
 
 def test_a_missing_baseline_is_named_with_a_few_systems_that_exist():
-    from bleu_spark.bootstrap import Resampling
+    from bleu_spark.resampling import Resampling
     from bleu_spark.errors import BaselineNotFoundError
 
     resampling = Resampling(paired_bs=True, baseline="sysZ")

@@ -7,9 +7,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from bleu_spark import BleuConfig, bootstrap
+from bleu_spark import BleuConfig
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
-from bleu_spark.bootstrap import Resampling
+from bleu_spark.resampling import POISSON, SACREBLEU, Resampling
 from bleu_spark.spark.job import JobOptions, run_job, score_dataframe
 from conftest import SAMPLE
 from test_bootstrap import sacrebleu_bounds, sacrebleu_metric, sacrebleu_paired, sample_systems
@@ -30,7 +30,7 @@ def test_sacrebleu_method_equals_sacrebleu_for_every_system(spark, tmp_path, mon
     baseline = names[0]
     path = str(tmp_path / "in.parquet")
     pq.write_table(pq.read_table(SAMPLE, filters=[("langpair", "=", langpair)]), path)
-    resampling = Resampling(confidence=True, method=bootstrap.SACREBLEU, paired_bs=True,
+    resampling = Resampling(confidence=True, method=SACREBLEU, paired_bs=True,
                             paired_ar=True, baseline=baseline, n_ar_trials=1000)
     result = run_job(spark, JobOptions(input=path, segment_key=SEGMENT_KEY, resampling=resampling,
                                        progress_seconds=0))
@@ -108,15 +108,15 @@ def test_poisson_agrees_with_sacrebleu_on_the_sample(spark, tmp_path):
     common = dict(input=path, segment_key=SEGMENT_KEY, progress_seconds=0)
     runs = {method: run_job(spark, JobOptions(resampling=Resampling(
         confidence=True, method=method, paired_bs=True, baseline="Online-B"), **common))
-        for method in (bootstrap.POISSON, bootstrap.SACREBLEU)}
-    ours = {(r["langpair"], r["system"]): r for r in runs[bootstrap.POISSON].scores}
-    theirs = {(r["langpair"], r["system"]): r for r in runs[bootstrap.SACREBLEU].scores}
+        for method in (POISSON, SACREBLEU)}
+    ours = {(r["langpair"], r["system"]): r for r in runs[POISSON].scores}
+    theirs = {(r["langpair"], r["system"]): r for r in runs[SACREBLEU].scores}
     for key, row in theirs.items():
         # ~160 segments per group: intervals ~8 BLEU wide, so resampling noise is ~0.5
         assert abs(ours[key]["ci_low"] - row["ci_low"]) < 1.5, key
         assert abs(ours[key]["ci_high"] - row["ci_high"]) < 1.5, key
-    p_ours = {(r["langpair"], r["system"]): r["p_value"] for r in runs[bootstrap.POISSON].paired}
-    p_theirs = {(r["langpair"], r["system"]): r["p_value"] for r in runs[bootstrap.SACREBLEU].paired}
+    p_ours = {(r["langpair"], r["system"]): r["p_value"] for r in runs[POISSON].paired}
+    p_theirs = {(r["langpair"], r["system"]): r["p_value"] for r in runs[SACREBLEU].paired}
     far = [k for k, p in p_theirs.items() if not 0.01 <= p <= 0.2]
     assert len(far) >= 5
     assert all((p_ours[k] < 0.05) == (p_theirs[k] < 0.05) for k in far)

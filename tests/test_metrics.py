@@ -68,8 +68,8 @@ def test_one_formula_scalar_and_vectorized(name):
     vectorized = metric.scores(sums)
     scalar = np.array([metric.score(row.tolist()) for row in sums])
     assert np.allclose(vectorized, scalar, rtol=0, atol=1e-12)
-    from bleu_spark import bootstrap
-    assert np.array_equal(bootstrap.scores_of_sums(sums, metric), vectorized)
+    from bleu_spark.resampling import scores_of_sums
+    assert np.array_equal(scores_of_sums(sums, metric), vectorized)
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -92,9 +92,9 @@ def test_every_metric_through_every_output(name, tmp_path):
                   "metric_options": pa.string(), "max_ngram_order": pa.int32()}[column]
         index = table.schema.get_field_index(column)
         table = table.set_column(index, column, table[column].cast(wanted))
-    from bleu_spark import bootstrap
-    resampling = bootstrap.Resampling(confidence=True, n_bootstrap=50, seed=1, paired_bs=True,
-                                      baseline="A")
+    from bleu_spark.resampling import Resampling
+    resampling = Resampling(confidence=True, n_bootstrap=50, seed=1, paired_bs=True,
+                            baseline="A")
     scores = scoring.score_sets(table, [("system",)], BleuConfig(), resampling)
     assert [r["metric"] for r in scores] == [name, name]
     for row, source in zip(scores, rows):
@@ -257,7 +257,7 @@ def test_days_scored_apart_then_aggregated_equal_the_week_with_chrf(spark, tmp_p
     """Partitions of chrF and chrF++ statistics add up to the whole; intervals from the
     replicate sums go through the same code for every metric."""
     from bleu_spark.spark.job import JobOptions, run_job
-    from bleu_spark.bootstrap import Resampling
+    from bleu_spark.resampling import Resampling
     from test_scheduled import sample_week
 
     table = sample_week()
@@ -291,7 +291,7 @@ def test_days_scored_apart_then_aggregated_equal_the_week_with_chrf(spark, tmp_p
 @pytest.mark.parametrize("name", ["chrf", "chrf++", "ter"])
 def test_sacrebleu_replay_of_a_chrf_interval(name, monkeypatch):
     """The exact replay takes the metric's own sacrebleu counterpart: sacrebleu's chrF interval."""
-    from bleu_spark import bootstrap
+    from bleu_spark.resampling import sacrebleu_interval
 
     table = pq.read_table(SAMPLE)
     table = table.filter(pc.equal(table["langpair"], "de-en"))
@@ -300,7 +300,7 @@ def test_sacrebleu_replay_of_a_chrf_interval(name, monkeypatch):
     metric = default_metric(name)
     stats = metric.segment_statistics(table["candidate"], table["references"])
     monkeypatch.setenv("SACREBLEU_SEED", "7")
-    ours = bootstrap.sacrebleu_interval(stats, metric, n_samples=200, seed=7)
+    ours = sacrebleu_interval(stats, metric, n_samples=200, seed=7)
     theirs = (TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])).corpus_score(
         hyps, reference_streams(refs), n_bootstrap=200)
     assert ours.score == pytest.approx(theirs.score, abs=TOLERANCE)
@@ -421,7 +421,7 @@ def test_sacrebleu_replay_of_paired_tests_of_a_metric(name, langpair, monkeypatc
     the first."""
     from sacrebleu.significance import PairedTest
 
-    from bleu_spark import bootstrap
+    from bleu_spark.resampling import sacrebleu_paired_ar, sacrebleu_paired_bs
 
     table = pq.read_table(SAMPLE)
     table = table.filter(pc.equal(table["langpair"], langpair)).sort_by([("system", "ascending"),
@@ -439,7 +439,7 @@ def test_sacrebleu_replay_of_paired_tests_of_a_metric(name, langpair, monkeypatc
                                 test_type=test, n_samples=draws)()
         results = [v for k, v in results.items() if k != "System"][0]  # keyed by sacrebleu's name
         for system, theirs in zip(systems[1:], results[1:]):
-            replay = bootstrap.sacrebleu_paired_bs if test == "bs" else bootstrap.sacrebleu_paired_ar
+            replay = sacrebleu_paired_bs if test == "bs" else sacrebleu_paired_ar
             ours = replay(stats[systems[0]], stats[system], metric, draws, 7)
             assert ours.delta == pytest.approx(theirs.score - results[0].score, abs=1e-9)
             assert ours.p_value == pytest.approx(theirs.p_value, abs=1e-9), (name, test, system)
@@ -501,7 +501,7 @@ def test_grouping_sets_of_every_metric_equal_separate_runs(spark, tmp_path):
 def test_sacrebleu_replay_of_chrf_and_ter_intervals_is_exact(name, seed, n_samples, rows, monkeypatch):
     """sacrebleu keeps chrF's and TER's resample scores in float32, its mean and ± included: the
     replay's μ, ± and bounds equal sacrebleu's exactly, not to 1e-6."""
-    from bleu_spark import bootstrap
+    from bleu_spark.resampling import sacrebleu_interval
 
     table = pq.read_table(SAMPLE)
     table = table.filter(pc.equal(table["langpair"], "en-de"))
@@ -510,7 +510,7 @@ def test_sacrebleu_replay_of_chrf_and_ter_intervals_is_exact(name, seed, n_sampl
     metric = default_metric(name)
     stats = metric.segment_statistics(table["candidate"], table["references"])
     monkeypatch.setenv("SACREBLEU_SEED", str(seed))
-    ours = bootstrap.sacrebleu_interval(stats, metric, n_samples=n_samples, seed=seed)
+    ours = sacrebleu_interval(stats, metric, n_samples=n_samples, seed=seed)
     theirs = (TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])).corpus_score(
         hyps, reference_streams(refs), n_bootstrap=n_samples)
     assert ours.score == theirs.score

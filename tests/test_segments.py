@@ -17,7 +17,7 @@ from sacrebleu.metrics.ter import TER
 
 from bleu_spark import statstable
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
-from bleu_spark.bootstrap import Resampling
+from bleu_spark.resampling import Resampling
 from bleu_spark.errors import MissingColumnError, UsageError
 from bleu_spark.spark.job import JobOptions, run_job
 from conftest import SAMPLE

@@ -9,7 +9,7 @@ import pytest
 
 from bleu_spark import cli, report
 from bleu_spark.report.sections import group_label
-from bleu_spark.bootstrap import Resampling
+from bleu_spark.resampling import Resampling
 from bleu_spark.errors import BaselineNotFoundError
 from bleu_spark.shown import NULL, shown
 from bleu_spark.spark.job import JobOptions, run_job

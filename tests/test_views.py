@@ -189,7 +189,7 @@ def test_a_partition_value_too_long_for_a_folder_name_is_one_line(tmp_path):
 def test_the_progress_line_says_what_runs_once_every_row_is_scored():
     from types import SimpleNamespace
 
-    from bleu_spark.bootstrap import Resampling
+    from bleu_spark.resampling import Resampling
     from bleu_spark.spark.job import _after_scoring
     from bleu_spark.spark.progress import Progress
 

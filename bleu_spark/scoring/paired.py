@@ -6,7 +6,8 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import pyarrow as pa
 
-from .. import bootstrap, metrics, statstable
+from .. import metrics, statstable
+from ..resampling import PAIRED_AR, PAIRED_BS, POISSON, Paired, Resampling, poisson_paired_ar, poisson_paired_bs, sacrebleu_paired_ar, sacrebleu_paired_bs
 from ..config import BleuConfig
 from ..errors import UsageError
 from .groups import _check_one_measurement, _summed, measured_config
@@ -15,7 +16,7 @@ from .sets import GroupingSet
 
 
 def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
-                resampling: bootstrap.Resampling, segments: Optional[pa.Table] = None,
+                resampling: Resampling, segments: Optional[pa.Table] = None,
                 system_col: str = "system") -> Tuple[List[dict], List[str]]:
     """Paired tests of every system against the baseline, within each group of the other columns
     of the first grouping set holding `system_col` (e.g. each testset x langpair), and warnings
@@ -69,11 +70,11 @@ def _check_same_segments(base: dict, row: dict, grouping_set) -> None:
 def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
             grouping_set) -> List[dict]:
     measured = measured_config(config, row)
-    poisson = resampling.method == bootstrap.POISSON
+    poisson = resampling.method == POISSON
     if poisson:
         _check_same_segments(base, row, grouping_set)
-    asked = [t for t, wanted in ((bootstrap.PAIRED_BS, resampling.paired_bs),
-                                 (bootstrap.PAIRED_AR, resampling.paired_ar)) if wanted]
+    asked = [t for t, wanted in ((PAIRED_BS, resampling.paired_bs),
+                                 (PAIRED_AR, resampling.paired_ar)) if wanted]
     done = []
     for test in asked:
         if poisson:
@@ -85,27 +86,27 @@ def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
 
 
 def _poisson_paired(test: str, base: dict, row: dict, sums: pa.Table, measured: metrics.Metric,
-                    grouping_set) -> bootstrap.Paired:
+                    grouping_set) -> Paired:
     """A paired test from both systems' sums and their replicate (bootstrap) or trial
     (approximate randomization) sums."""
     vector = lambda r: np.array([r[n] for n in measured.names], np.int64)
     samples = lambda r, column: _sample_matrix(sums, column, r["_index"], r, grouping_set,
                                                measured.width)
-    if test == bootstrap.PAIRED_BS:
-        return bootstrap.poisson_paired_bs(
+    if test == PAIRED_BS:
+        return poisson_paired_bs(
             vector(base), samples(base, statstable.REPLICATE_SUMS), vector(row),
             samples(row, statstable.REPLICATE_SUMS), measured)
-    return bootstrap.poisson_paired_ar(
+    return poisson_paired_ar(
         vector(base), vector(row), samples(base, statstable.TRIAL_SUMS),
         samples(row, statstable.TRIAL_SUMS), measured)
 
 
 def _sacrebleu_paired(test: str, base: dict, row: dict, segments: pa.Table,
-                      measured: metrics.Metric, resampling, grouping_set) -> bootstrap.Paired:
+                      measured: metrics.Metric, resampling, grouping_set) -> Paired:
     """A paired test replaying sacrebleu's draws over both systems' segments."""
     matrices = [segment_matrix(segments, grouping_set, r, measured) for r in (base, row)]
-    if test == bootstrap.PAIRED_BS:
-        return bootstrap.sacrebleu_paired_bs(*matrices, measured, resampling.n_bootstrap,
+    if test == PAIRED_BS:
+        return sacrebleu_paired_bs(*matrices, measured, resampling.n_bootstrap,
                                              resampling.seed)
-    return bootstrap.sacrebleu_paired_ar(*matrices, measured, resampling.n_ar_trials,
+    return sacrebleu_paired_ar(*matrices, measured, resampling.n_ar_trials,
                                          resampling.seed)

@@ -8,7 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import bootstrap, clusters, metrics, statstable
+from .. import metrics, statstable
+from ..resampling import clusters
+from ..resampling import POISSON, Resampling, bootstrap_signature, poisson_interval, sacrebleu_interval_of, sacrebleu_resample_scores, scores_of_sums, with_bootstrap_fields
 from ..config import BleuConfig
 from ..errors import UsageError
 from ..shown import shown
@@ -22,40 +24,40 @@ MIN_INTERVAL_SEGMENTS = 2
 
 
 def _replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segments,
-                      grouping_set, config: BleuConfig, resampling: bootstrap.Resampling):
+                      grouping_set, config: BleuConfig, resampling: Resampling):
     """A group's bootstrap replicate scores, (B,): from its replicate sums (poisson) or from
     sacrebleu's draws over its segments; None for a group without enough segments."""
-    poisson = resampling.method == bootstrap.POISSON
+    poisson = resampling.method == POISSON
     if not row["n_segments"] or (poisson and row["n_segments"] < MIN_INTERVAL_SEGMENTS):
         return None
     measured = measured_config(config, group)
     if poisson:
         replicates = _sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set,
                                     measured.width)
-        return bootstrap.scores_of_sums(replicates, measured)
-    _, scores = bootstrap.sacrebleu_resample_scores(
+        return scores_of_sums(replicates, measured)
+    _, scores = sacrebleu_resample_scores(
         segment_matrix(segments, grouping_set, group, measured), measured,
         resampling.n_bootstrap, resampling.seed)
     return scores
 
 
-def _add_intervals(rows: List[dict], replicates: List, resampling: bootstrap.Resampling) -> None:
+def _add_intervals(rows: List[dict], replicates: List, resampling: Resampling) -> None:
     for row, scores in zip(rows, replicates):
         if scores is None:
             row.update(dict.fromkeys(INTERVAL_FIELDS))
-        elif resampling.method == bootstrap.POISSON:
-            row.update(bootstrap.poisson_interval(row["score"], scores, resampling.seed).to_dict())
+        elif resampling.method == POISSON:
+            row.update(poisson_interval(row["score"], scores, resampling.seed).to_dict())
         else:
-            row.update(bootstrap.sacrebleu_interval_of(row["score"], scores, resampling.seed).to_dict())
+            row.update(sacrebleu_interval_of(row["score"], scores, resampling.seed).to_dict())
 
 
-def _sign_bootstrap(rows: List[dict], replicates: List, resampling: bootstrap.Resampling) -> None:
+def _sign_bootstrap(rows: List[dict], replicates: List, resampling: Resampling) -> None:
     """A row whose figures come from resamples names the draws in its signature, as sacrebleu."""
-    fields = bootstrap.bootstrap_signature(resampling.method, resampling.n_bootstrap,
+    fields = bootstrap_signature(resampling.method, resampling.n_bootstrap,
                                            resampling.seed)
     for row, scores in zip(rows, replicates):
         if scores is not None:
-            row["signature"] = bootstrap.with_bootstrap_fields(row["signature"], fields)
+            row["signature"] = with_bootstrap_fields(row["signature"], fields)
 
 
 def _add_clusters(rows: List[dict], replicates: List, grouping_set: GroupingSet,

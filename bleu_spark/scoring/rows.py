@@ -5,7 +5,8 @@ from typing import List, Optional, Sequence
 
 import pyarrow as pa
 
-from .. import bootstrap, metrics, statstable
+from .. import metrics, statstable
+from ..resampling import Resampling, SACREBLEU
 from ..config import BleuConfig
 from .groups import _check_one_measurement, _summed, metric_of
 from .replicates import _add_clusters, _add_intervals, _replicate_scores, _sign_bootstrap
@@ -22,7 +23,7 @@ class ScoreRow(dict):
 
 
 def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
-               resampling: Optional[bootstrap.Resampling] = None,
+               resampling: Optional[Resampling] = None,
                segments: Optional[pa.Table] = None, implicit: Sequence[str] = ()) -> List[dict]:
     """One score row per group of every grouping set, in set order, each set sorted by its
     columns. Every column of any set is in every row (None where a set does not group by it).
@@ -46,7 +47,7 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
                 _add_intervals(scored, replicates, resampling)
             if resampling.clusters:
                 _add_clusters(scored, replicates, grouping_set,
-                              same_draws=resampling.method == bootstrap.SACREBLEU)
+                              same_draws=resampling.method == SACREBLEU)
             _sign_bootstrap(scored, replicates, resampling)
         scored.sort(key=lambda r: (*((r[c] is not None, r[c]) for c in grouping_set),
                                    metrics.order_of(r["metric"])))

@@ -6,7 +6,8 @@ from typing import List, Sequence
 
 import pyarrow as pa
 
-from .. import clusters, metrics, statstable
+from .. import metrics, statstable
+from ..resampling import clusters
 from ..errors import UsageError
 from .sets import GroupingSet
 

@@ -6,7 +6,8 @@ from typing import List, Optional, Sequence
 
 import pyarrow as pa
 
-from .. import bootstrap, statstable
+from .. import statstable
+from ..resampling import Resampling
 from ..config import BleuConfig
 from .rows import score_sets
 from .sets import GroupingSet
@@ -22,7 +23,7 @@ def report_set(sets: Sequence[GroupingSet], partition_by: Sequence[str] = ()) ->
 
 def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
                 partition_by: Sequence[str] = (), run: Optional[dict] = None,
-                title: str = "bleu-spark report", resampling: Optional[bootstrap.Resampling] = None,
+                title: str = "bleu-spark report", resampling: Optional[Resampling] = None,
                 segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
                 drilldown: Optional[dict] = None) -> str:
     """The report page of a statistics table: the report set over all of it (with intervals
@@ -46,7 +47,7 @@ def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig
 
 def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[GroupingSet],
                 config: BleuConfig, run: dict, report: bool,
-                resampling: Optional[bootstrap.Resampling] = None,
+                resampling: Optional[Resampling] = None,
                 segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
                 drilldown: Optional[dict] = None) -> None:
     """The tables and files every result holds, from its statistics and their scores. A
@@ -99,7 +100,7 @@ def _typed_like(table: pa.Table, stats: pa.Table, columns: Sequence[str]) -> pa.
 
 def write_partitioned_report(output, stats: pa.Table, sets: Sequence[GroupingSet],
                              config: BleuConfig, run: dict,
-                             resampling: Optional[bootstrap.Resampling] = None,
+                             resampling: Optional[Resampling] = None,
                              drilldown: Optional[dict] = None) -> None:
     """The report over every partition the folder will hold, into the staging folder: called
     by the commit before any move, so a group it cannot score (two tokenizers, say) fails the

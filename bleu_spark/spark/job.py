@@ -16,10 +16,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import bootstrap, compiled, scoring, segments, settings, statstable, store
+from .. import compiled, scoring, segments, settings, statstable, store
 from ..config import AUTO, DEFAULT_TOKENIZER, BleuConfig, spaceless_warning
 from ..errors import EmptyInputError, InvalidRowsError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
+from ..resampling import POISSON, SACREBLEU, Resampling
 from ..rows import HINTS
 from ..shown import shown
 from . import drilldown, inputs, io
@@ -58,7 +59,7 @@ class JobOptions:
     scan: str = settings.default("scan")                # auto: Python workers read local files
     progress_seconds: float = settings.default("progress_seconds")  # 0: no progress lines
     config: BleuConfig = field(default_factory=BleuConfig)
-    resampling: bootstrap.Resampling = field(default_factory=bootstrap.Resampling)
+    resampling: Resampling = field(default_factory=Resampling)
     metrics: Tuple[str, ...] = DEFAULT_METRICS          # measured in one pass, by registry name
     metric_settings: Tuple[Tuple[str, Any], ...] = ()   # other metrics' options, e.g. chrf_beta
     segments: bool = False                              # also write DIR/segments/, a row a segment
@@ -69,7 +70,7 @@ class JobOptions:
     def __post_init__(self):
         object.__setattr__(self, "metrics", parse_names(self.metrics))
         configured(self.metrics, dict(self.metric_settings), self.config)  # options checked now
-        if self.resampling.method == bootstrap.SACREBLEU and self.resampling.active \
+        if self.resampling.method == SACREBLEU and self.resampling.active \
                 and not (self.segment_key or self.join_on):
             raise UsageError("--bootstrap-method sacrebleu needs --segment-key or --join-on: "
                              "the segment order sacrebleu resamples in")
@@ -276,7 +277,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                                   f"that delivered nothing?); pass --allow-empty-input to write "
                                   f"an empty result instead")
         resampling = options.resampling
-        if resampling.active and resampling.method == bootstrap.SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
+        if resampling.active and resampling.method == SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
             raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
                              f"{rows_read} rows is more than {MAX_SACREBLEU_ROWS}; use poisson")
         input_bytes = scan.bytes if scan else io.input_bytes(table.frame)
@@ -331,7 +332,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if output:
             # The report of a partitioned folder covers every partition it will hold: drawn under
             # the commit's lock, before any move, so a group it cannot score leaves DIR as it was.
-            hashed = resampling if resampling.method == bootstrap.POISSON else None
+            hashed = resampling if resampling.method == POISSON else None
             report = (lambda staged: scoring.write_partitioned_report(
                 staged, measurement.stats, measurement.sets, options.config, run, hashed, drill)) \
                 if options.report and options.partition_by else None
@@ -381,7 +382,7 @@ def tokenizer_warnings(stats: pa.Table, options: JobOptions, tokenizers: Optiona
 
 
 def _drilldown(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
-               resampling: bootstrap.Resampling) -> Optional[dict]:
+               resampling: Resampling) -> Optional[dict]:
     """What the report shows of this run's segments (`--segments`), read back from where the
     tasks wrote them; None without them."""
     if plan.segments is None:
@@ -408,7 +409,7 @@ def write_rejected(frame: DataFrame, output, partition_by: Sequence[str]) -> Non
     output.rename_partition_values("rejected", strings, stand_in, "")
 
 
-def _after_scoring(resampling: bootstrap.Resampling) -> str:
+def _after_scoring(resampling: Resampling) -> str:
     """What the progress line says once every row is scored: the stages left add up sums."""
     kept = [f"{n} {what} sums" for n, what in ((resampling.replicates, "replicate"),
                                                (resampling.trials, "trial")) if n]

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from pyspark.sql import types as T
 
-from .. import bootstrap, metrics, scoring, segments
+from .. import metrics, scoring, segments
+from ..resampling import POISSON
 from ..config import AUTO
 from ..errors import MissingColumnError, UsageError
 from ..metrics import configured
@@ -74,7 +75,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
         rules.append(io.ColumnRule(options.langpair_col, "string", io.is_string))
     io.check_columns(schema, rules)
     resampling = options.resampling
-    poisson = resampling.active and resampling.method == bootstrap.POISSON
+    poisson = resampling.active and resampling.method == POISSON
     per_segment = (tuple(c for c in (*options.join_on, *options.segment_key) if c not in group_cols)
                    if resampling.active and not poisson else ())
     return PartitionPlan(config=config, group_cols=group_cols,

@@ -18,8 +18,9 @@ import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql import types as T
 
-from .. import bootstrap, metrics, statstable
+from .. import metrics, statstable
 from ..config import BleuConfig
+from ..resampling import ar_swaps, poisson_weights, replicate_sums
 from ..segments import SegmentsPlan, SegmentsWriter, rows_table
 from ..rows import present_references, rejection_reasons
 from ..tokenizers import LineTokenizer, build_tokenizer
@@ -293,11 +294,11 @@ class _SampleSums:
             index = np.asarray(group.pop("_row_list"))
             key = tuple(group[c] for c in (*plan.group_cols, TOKENIZE, METRIC))
             if plan.replicates:
-                weights = bootstrap.poisson_weights(hashes[index], plan.seed, plan.replicates)
-                _add_into(self.sums[REPLICATE_SUMS], key, bootstrap.replicate_sums(scored_stats[index], weights))
+                weights = poisson_weights(hashes[index], plan.seed, plan.replicates)
+                _add_into(self.sums[REPLICATE_SUMS], key, replicate_sums(scored_stats[index], weights))
             if plan.trials:
-                swaps = bootstrap.ar_swaps(hashes[index], plan.seed, plan.trials).view(np.uint8)
-                _add_into(self.sums[TRIAL_SUMS], key, bootstrap.replicate_sums(scored_stats[index], swaps))
+                swaps = ar_swaps(hashes[index], plan.seed, plan.trials).view(np.uint8)
+                _add_into(self.sums[TRIAL_SUMS], key, replicate_sums(scored_stats[index], swaps))
 
 
 def _add_into(sums: Dict[tuple, np.ndarray], key: tuple, values: np.ndarray) -> None:

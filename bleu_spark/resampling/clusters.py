@@ -18,7 +18,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from .bootstrap import percentile_positions
+from .percentiles import percentile_positions
 
 FIELDS = ("rank", "rank_low", "rank_high", "cluster")
 
