@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from sacrebleu.metrics import BLEU, CHRF
 
-from bleu_spark import cli
+from bleu_spark import cli, console
 from bleu_spark.spark.progress import Progress
 from bleu_spark.scoring import ScoreRow
 from conftest import ROOT
@@ -29,7 +29,7 @@ def score_row(system, metric, name, score, details=None, signature="nrefs:1|x"):
 def test_the_table_names_each_metric_once_and_shows_the_score_alone():
     rows = [score_row("A", "bleu", "BLEU", 41.234, "70.0/50.0/40.0/30.0 (BP = 1.000 ...)"),
             score_row("A", "chrf++", "chrF2++", 55.5), score_row("B", "bleu", "BLEU", None)]
-    header, *lines = cli.format_table(rows, ["system"]).splitlines()
+    header, *lines = console.format_table(rows, ["system"]).splitlines()
     assert header.split() == ["system", "metric", "tokenize", "n_segments", "n_rejected", "score",
                               "details"]
     cells = [line.split(None, 5) for line in lines]
@@ -41,7 +41,7 @@ def test_the_table_names_each_metric_once_and_shows_the_score_alone():
 
 
 def test_without_bleu_there_is_no_details_column():
-    header = cli.format_table([score_row("A", "ter", "TER", 30.0)], ["system"]).splitlines()[0]
+    header = console.format_table([score_row("A", "ter", "TER", 30.0)], ["system"]).splitlines()[0]
     assert header.split()[-1] == "score"
 
 
@@ -51,7 +51,7 @@ def test_each_signature_is_on_a_line_of_its_own_in_metric_order():
             score_row("A", "bleu", "BLEU", 1.0, "d", signature="nrefs:1|tok:13a"),
             score_row("B", "bleu", "BLEU", 2.0, "d", signature="nrefs:1|tok:13a"),
             score_row("C", "bleu", "BLEU", 2.0, "d", signature="nrefs:1|tok:zh")]
-    assert cli.format_signatures(rows).splitlines() == [
+    assert console.format_signatures(rows).splitlines() == [
         "signatures:", "  BLEU   nrefs:1|tok:13a", "  BLEU   nrefs:1|tok:zh",
         "  chrF2  nrefs:1|nc:6", "  TER    nrefs:1|case:lc|tok:tercom"]
 

@@ -14,6 +14,7 @@ from sacrebleu.metrics.chrf import CHRF
 from sacrebleu.metrics.ter import TER
 
 from bleu_spark import BleuConfig, cli, metrics, scoring, statstable
+from bleu_spark.console import format_table
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
 from bleu_spark.errors import UsageError
 from bleu_spark.oracle import reference_streams, sacrebleu_sums
@@ -112,7 +113,7 @@ def test_every_metric_through_every_output(name, tmp_path):
     assert [(p["metric"], p["system"]) for p in paired] == [(name, "B")] and not warnings
     page = scoring.report_html(table, [("system",)], BleuConfig(), resampling=resampling)
     assert f"{metric.title}</th>" in page
-    console = cli.format_table(scores, ["system"])
+    console = format_table(scores, ["system"])
     assert console.splitlines()[0].split()[:2] == ["system", "metric"]
     assert console.splitlines()[1].split()[1] == metric.sacrebleu_name
 

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bleu_spark import cli, report
+from bleu_spark import console, report
 from bleu_spark.report.sections import group_label
 from bleu_spark.resampling import Resampling
 from bleu_spark.errors import BaselineNotFoundError
@@ -40,7 +40,7 @@ def score_row(system):
 
 def test_the_console_shows_a_null_system_apart_from_one_named_like_it():
     rows = [score_row(v) for v in (None, "—", "", "None")]
-    header, *lines = cli.format_table(rows, ["system"]).splitlines()
+    header, *lines = console.format_table(rows, ["system"]).splitlines()
     firsts = [line.split("  ")[0].strip() for line in lines]
     assert firsts == [NULL, '"—"', '""', "None"]
 

@@ -1,0 +1,116 @@
+"""What the commands print: the scores table, the paired tests, the signatures, the warnings."""
+from __future__ import annotations
+
+import sys
+from typing import List
+
+from .shown import shown
+
+PROG = "bleu-spark"
+
+# Console columns aligned to the right: numbers.
+NUMERIC = ("n_segments", "n_rejected", "score")
+
+
+def format_table(scores: List[dict], group_cols) -> str:
+    """A line per score row: its group, metric (as sacrebleu names it), the score, and the rest
+    of sacrebleu's line where it has more (BLEU's precisions, BP, ratio and lengths)."""
+    group_cols = list(dict.fromkeys(c for c in group_cols if any(r.get(c) is not None for r in scores)))
+    several = len({r["grouping"] for r in scores}) > 1
+    intervals = any(r.get("ci_low") is not None for r in scores)
+    details = any(_details(r) for r in scores)
+    ranked = any(r.get("cluster") is not None for r in scores)
+    headers = [*group_cols, *(["grouping"] if several else []), "metric", "tokenize", "n_segments",
+               "n_rejected", *(["95% CI"] if intervals else []),
+               *(["rank (range)", "cluster"] if ranked else []), "score",
+               *(["details"] if details else [])]
+    rows = [[*(shown(r[c]) for c in group_cols),
+             *([r["grouping"] or "()"] if several else []), _metric_name(r),
+             str(r["tokenize"] or "-"), str(r["n_segments"]), str(r["n_rejected"]),
+             *([_interval(r)] if intervals else []), *(_rank(r) if ranked else []),
+             "-" if r["score"] is None else f"{r['score']:.2f}", *([_details(r)] if details else [])]
+            for r in scores]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    align = [str.rjust if h in NUMERIC else str.ljust for h in headers]
+    lines = ["  ".join(a(cell, w) for cell, w, a in zip(line, widths, align)).rstrip()
+             for line in [headers, *rows]]
+    return "\n".join(lines)
+
+
+def _metric_name(row: dict) -> str:
+    """sacrebleu's name of the row's metric (`BLEU`, `chrF2`, `chrF2++`, `TER`)."""
+    return getattr(row, "sacrebleu", {}).get("name") or str(row.get("metric") or "-")
+
+
+def _details(row: dict) -> str:
+    if row["score"] is None:
+        return "(no scored rows)"
+    return getattr(row, "sacrebleu", {}).get("verbose_score") or ""
+
+
+def _interval(row: dict) -> str:
+    if row.get("ci_low") is None:
+        return "-"
+    return f"{row['ci_low']:.2f}-{row['ci_high']:.2f} (μ = {row['bs_mean']:.2f} ± {row['ci_halfwidth']:.2f})"
+
+
+def _rank(row: dict) -> List[str]:
+    if row.get("cluster") is None:
+        return ["-", "-"]
+    return [f"{row['rank']} ({row['rank_low']}-{row['rank_high']})", str(row["cluster"])]
+
+
+def format_paired(paired: List[dict]) -> str:
+    """One line per comparison, starred below 0.05 as the report does."""
+    lines = []
+    for row in paired:
+        where = ", ".join(f"{k}={shown(v)}" for k, v in row.items()
+                          if k not in paired_fields())
+        star = "*" if row["p_value"] < 0.05 else " "
+        interval = (f"  [{row['delta_ci_low']:+.2f}, {row['delta_ci_high']:+.2f}]"
+                    if row.get("delta_ci_low") is not None else "")
+        metric = f"{row['metric']} " if row.get("metric") else ""
+        lines.append(f"{row['test']:9s} {where}  {metric}{shown(row['system'])} vs {shown(row['baseline'])}: "
+                     f"delta {row['delta']:+.2f}  p = {row['p_value']:.4f}{star}{interval}")
+    return "\n".join(lines)
+
+
+def paired_fields():
+    from .scoring.tables import PAIRED_TYPES
+
+    return {*PAIRED_TYPES, "method"}
+
+
+def print_scores(result, counts: str) -> None:
+    """The scores table, the paired tests, a line of counts, and the signatures."""
+    print(format_table(result.scores, shown_columns(result.scores)))
+    if result.paired:
+        print("\n" + format_paired(result.paired))
+    print(f"\n{counts}\n{format_signatures(result.scores)}")
+
+
+def print_warnings(warnings: List[str]) -> None:
+    for warning in warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+
+
+def shown_columns(scores: List[dict]) -> List[str]:
+    fields = set(score_fields())
+    return [c for c in (scores[0] if scores else {}) if c not in fields]
+
+
+def score_fields():
+    from .scoring.tables import GROUPING, SCORE_TYPES
+
+    return [GROUPING, *SCORE_TYPES]
+
+
+def format_signatures(scores: List[dict]) -> str:
+    """Each distinct signature on a line of its own, after the metric's name, in metric order."""
+    from .metrics import order_of
+
+    named = sorted({(order_of(r.get("metric")), _metric_name(r), r["signature"])
+                    for r in scores if r["signature"]})
+    width = max((len(name) for _, name, _ in named), default=0)
+    return "\n".join(["signatures:", *(f"  {name.ljust(width)}  {sig}" for _, name, sig in named)])
