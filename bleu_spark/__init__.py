@@ -17,12 +17,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .accumulate import GroupTotals
-from .config import BleuConfig
 from .errors import BleuSparkError, InvalidRowsError, UsageError
-from .metrics.bleu import BleuResult
+from .metrics.bleu import BleuConfig, BleuResult, GroupTotals, segment_statistics
 from .rows import REASONS, rejection_reasons
-from .stats import segment_statistics
 from .tokenizers import LineTokenizer
 
 __version__ = "0.1.0"

@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from . import predicate, record, scoring, segments, settings, statstable, store
-from .config import BleuConfig
+from .metrics.bleu import BleuConfig
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 from .resampling import Resampling
 

@@ -20,7 +20,7 @@ import importlib
 import os
 import sys
 
-KERNEL_MODULES = ("bleu_spark.stats", "bleu_spark.tokenizers", "bleu_spark.hashes",
+KERNEL_MODULES = ("bleu_spark.metrics.bleu.stats", "bleu_spark.tokenizers", "bleu_spark.hashes",
                   "bleu_spark.metrics.chrf_kernel", "bleu_spark.metrics.ter_kernel")
 
 _CANDIDATES = ["The cat sat on the mat.", "", "Guten Morgen!  Wie geht's?\u00a0Gut.",
@@ -35,7 +35,7 @@ def workload() -> None:
     kernels run or with what types; and the reference hash."""
     import pyarrow as pa
 
-    from .config import BleuConfig
+    from .metrics.bleu import BleuConfig
     from .hashes import reference_hashes
     from .metrics import configured
     from .tokenizers import LineTokenizer

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 from . import __version__
 from . import console, settings
-from .config import BleuConfig
+from .metrics.bleu import BleuConfig
 from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
 
 PROG = console.PROG

@@ -16,7 +16,8 @@ from sacrebleu.metrics.ter import TER
 from sacrebleu.tokenizers import tokenizer_spm
 from sacrebleu.utils import sum_of_lists
 
-from .config import SPM_TOKENIZERS, BleuConfig
+from .metrics.bleu import BleuConfig
+from .settings import SPM_TOKENIZERS
 from .metrics.ter import SCALE
 
 

@@ -21,7 +21,7 @@ import sacrebleu
 from sacrebleu.tokenizers.tokenizer_spm import SPM_MODELS, TokenizerSPM
 
 from .compiled import compiled, utf8_parts
-from .config import SPM_TOKENIZERS
+from .settings import SPM_TOKENIZERS
 from .errors import ModelFileError
 from .kernels import PYTHON_WHITESPACE, tokenize_13a, tokenize_intl, tokenize_zh
 

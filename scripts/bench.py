@@ -1131,7 +1131,7 @@ def ensure_stats_table(workdir: Path, n_rows: int, seed: int = 7) -> Path:
     import pyarrow as pa
 
     from bleu_spark import statstable, store
-    from bleu_spark.stats import stats_names
+    from bleu_spark.metrics.bleu.stats import stats_names
 
     rng = np.random.default_rng(seed)
     langpairs = np.array(["de-en", "cs-en", "en-de", "ru-en"])

@@ -20,12 +20,12 @@ from bleu_spark.resampling import (MAX_SACREBLEU_SEGMENTS, ar_swaps, bootstrap_s
                                    poisson_weights, replicate_sums, sacrebleu_interval,
                                    sacrebleu_paired_ar, sacrebleu_paired_bs, scores_of_sums,
                                    with_bootstrap_fields)
-from bleu_spark.config import BleuConfig
+from bleu_spark import BleuConfig
 from bleu_spark.errors import UsageError
 from bleu_spark.oracle import reference_streams
 from bleu_spark.metrics.bleu import bleu_from_statistics
-from bleu_spark.signature import bleu_signature
-from bleu_spark.stats import segment_statistics
+from bleu_spark.metrics.bleu.signature import bleu_signature
+from bleu_spark.metrics.bleu.stats import segment_statistics
 from bleu_spark.tokenizers import LineTokenizer
 from conftest import SAMPLE, random_sentences
 

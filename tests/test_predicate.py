@@ -12,7 +12,7 @@ from bleu_spark import predicate, statstable, store
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
 from bleu_spark.cli import main
 from bleu_spark.errors import EmptySelectionError, UsageError
-from bleu_spark.stats import stats_names
+from bleu_spark.metrics.bleu.stats import stats_names
 from bleu_spark.tokenizers import LineTokenizer
 
 SYSTEMS = ["A", "B", "a%b", "a\\b", "axb", "a_b", "a\nb", "ab", "%", "_", "\\", "", None, "日本", "a\\%b"]

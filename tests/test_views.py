@@ -13,7 +13,7 @@ import pytest
 from bleu_spark import BleuConfig, statstable, store
 from bleu_spark.errors import OutputError, UsageError
 from bleu_spark.scoring import check_group_names
-from bleu_spark.stats import segment_statistics, stats_names
+from bleu_spark.metrics.bleu.stats import segment_statistics, stats_names
 from bleu_spark.tokenizers import LineTokenizer
 from conftest import ROOT, random_sentences
 from matching import assert_matches_sacrebleu

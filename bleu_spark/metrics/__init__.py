@@ -1,4 +1,4 @@
-"""One module per metric."""
+"""One module (or package) per metric, and the registry."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Sequence, Type
@@ -90,7 +90,5 @@ def stat_order(names: Sequence[str]) -> List[str]:
 
 
 def as_metric(metric) -> Metric:
-    """A metric, or BLEU of a `BleuConfig` (the scoring choices BLEU's functions took)."""
-    from ..config import BleuConfig
-
-    return Bleu(metric) if isinstance(metric, BleuConfig) else metric
+    """A metric, or BLEU of BLEU's options (the scoring choices BLEU's functions took)."""
+    return metric if isinstance(metric, Metric) else Bleu(metric)

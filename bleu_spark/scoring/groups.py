@@ -8,7 +8,8 @@ from typing import List, Tuple
 import pyarrow as pa
 
 from .. import metrics, statstable
-from ..config import AUTO, BleuConfig
+from ..metrics.bleu import BleuConfig
+from ..settings import AUTO
 from ..errors import IncompatibleStatisticsError, MixedTokenizerGroupError
 from .sets import GroupingSet
 

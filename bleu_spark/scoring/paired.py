@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from .. import metrics, statstable
 from ..resampling import PAIRED_AR, PAIRED_BS, POISSON, Paired, Resampling, poisson_paired_ar, poisson_paired_bs, sacrebleu_paired_ar, sacrebleu_paired_bs
-from ..config import BleuConfig
+from ..metrics.bleu import BleuConfig
 from ..errors import UsageError
 from .groups import _check_one_measurement, _summed, measured_config
 from .replicates import _sample_matrix, segment_matrix

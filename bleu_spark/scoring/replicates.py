@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 from .. import metrics, statstable
 from ..resampling import clusters
 from ..resampling import POISSON, Resampling, bootstrap_signature, poisson_interval, sacrebleu_interval_of, sacrebleu_resample_scores, scores_of_sums, with_bootstrap_fields
-from ..config import BleuConfig
+from ..metrics.bleu import BleuConfig
 from ..errors import UsageError
 from ..shown import shown
 from .groups import measured_config, metric_of

@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from .. import metrics, statstable
 from ..resampling import Resampling, SACREBLEU
-from ..config import BleuConfig
+from ..metrics.bleu import BleuConfig
 from .groups import _check_one_measurement, _summed, metric_of
 from .replicates import _add_clusters, _add_intervals, _replicate_scores, _sign_bootstrap
 from .sets import GroupingSet, label

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from .. import statstable
 from ..resampling import Resampling
-from ..config import BleuConfig
+from ..metrics.bleu import BleuConfig
 from .rows import score_sets
 from .sets import GroupingSet
 from .tables import dashboard_table, group_fields, json_rows, paired_table, scores_table

@@ -17,7 +17,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import compiled, scoring, segments, settings, statstable, store
-from ..config import AUTO, DEFAULT_TOKENIZER, BleuConfig, spaceless_warning
+from ..languages import DEFAULT_TOKENIZER, spaceless_warning
+from ..metrics.bleu import BleuConfig
+from ..settings import AUTO
 from ..errors import EmptyInputError, InvalidRowsError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..resampling import POISSON, SACREBLEU, Resampling

@@ -8,7 +8,7 @@ from pyspark.sql import types as T
 
 from .. import metrics, scoring, segments
 from ..resampling import POISSON
-from ..config import AUTO
+from ..settings import AUTO
 from ..errors import MissingColumnError, UsageError
 from ..metrics import configured
 from ..segments import SegmentsPlan

@@ -19,7 +19,7 @@ from pyspark import TaskContext
 from pyspark.sql import types as T
 
 from .. import metrics, statstable
-from ..config import BleuConfig
+from ..metrics.bleu import BleuConfig
 from ..resampling import ar_swaps, poisson_weights, replicate_sums
 from ..segments import SegmentsPlan, SegmentsWriter, rows_table
 from ..rows import present_references, rejection_reasons

@@ -5,14 +5,7 @@ from typing import Union
 
 import sacrebleu
 
-from .config import SMOOTH_DEFAULTS, BleuConfig
-
-VARIABLE_REFS = "var"
-
-
-def nrefs_label(min_refs: int, max_refs: int) -> Union[int, str]:
-    """sacrebleu prints the number of references when every segment has the same, else `var`."""
-    return min_refs if min_refs == max_refs else VARIABLE_REFS
+from .options import SMOOTH_DEFAULTS, BleuConfig
 
 
 def bleu_signature(config: BleuConfig, nrefs: Union[int, str], tokenizer_signature: str,

@@ -18,10 +18,10 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import pyarrow as pa
 
-from ..config import AUTO, OPTIONS, BleuConfig
-from ..signature import bleu_signature
-from ..stats import segment_statistics, stats_names
-from .base import Metric, StatColumn, nrefs_label
+from ..base import Metric, StatColumn, nrefs_label
+from .options import AUTO, OPTIONS, BleuConfig
+from .signature import bleu_signature
+from .stats import segment_statistics, stats_names
 
 # sacrebleu's floor for log(0), so a zero precision gives a score of (almost exactly) 0.
 LOG_ZERO = -9999999999
@@ -294,7 +294,7 @@ class Bleu(Metric):
 
     def sacrebleu_metric(self):
         if self.config.weights is not None:
-            from ..errors import UsageError
+            from ...errors import UsageError
 
             raise UsageError("the sacrebleu bootstrap has no n-gram weights; use the poisson method")
         from sacrebleu.metrics.bleu import BLEU
@@ -310,7 +310,7 @@ class Bleu(Metric):
     def sentence_score(self, candidate: str, references: Sequence[Optional[str]],
                        tokenizer=None) -> float:
         """`tokenizer`: a LineTokenizer, or its name (13a when none)."""
-        from ..tokenizers import LineTokenizer
+        from ...tokenizers import LineTokenizer
 
         if not isinstance(tokenizer, LineTokenizer):
             tokenizer = LineTokenizer(tokenizer or "13a", self.config.lowercase)

@@ -4,9 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List
 
-from .config import BleuConfig
-from .metrics.bleu import BleuResult, build_result
-from .signature import bleu_signature, nrefs_label
+from .metric import BleuResult, build_result
+from .options import BleuConfig
+from ..base import nrefs_label
+from .signature import bleu_signature
 from .stats import SegmentStatistics, stats_width
 
 

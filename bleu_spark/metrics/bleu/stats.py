@@ -23,9 +23,9 @@ from typing import List
 import numpy as np
 import pyarrow as pa
 
-from .compiled import compiled
-from .rows import present_references
-from .tokenizers import LineTokenizer
+from ...compiled import compiled
+from ...rows import present_references
+from ...tokenizers import LineTokenizer
 
 
 def stats_width(max_order: int) -> int:

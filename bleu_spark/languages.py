@@ -1,0 +1,112 @@
+"""Language pairs as logs spell them: the target language a pair names, the tokenizer sacrebleu
+picks for it, and the warning for a pair whose text looks unspaced though its target is unknown."""
+from __future__ import annotations
+
+import re
+from typing import Optional, Tuple
+
+from .settings import AUTO
+
+# sacrebleu's per-target-language defaults (its `-l xx-yy` / `trg_lang` logic).
+TOKENIZER_BY_TARGET_LANGUAGE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}
+DEFAULT_TOKENIZER = "13a"
+
+
+# ISO 639-1: the two-letter language codes, to tell a language from a region (`zh-cn`, `ja-jp`).
+ISO_639_1 = frozenset("""
+    aa ab ae af ak am an ar as av ay az ba be bg bi bm bn bo br bs ca ce ch co cr cs cu cv cy da
+    de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy
+    hz ia id ie ig ii ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg
+    li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl nn no nr nv ny oc oj om or
+    os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr ss st su sv sw ta
+    te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu""".split())
+# Other spellings that name a language of the tokenizer table and nothing else: ISO 639-2/3
+# codes, English names, and `jp`, no language code but Japan's, as logs write `en-JP`. (`kr` is
+# Kanuri and `cn` names no language: they stay as written.)
+LANGUAGE_ALIASES = {"jpn": "ja", "jp": "ja", "japanese": "ja",
+                    "zho": "zh", "chi": "zh", "cmn": "zh", "chinese": "zh",
+                    "kor": "ko", "korean": "ko"}
+_SUBTAGS = re.compile(r"[-_]")
+
+
+def target_language(langpair: Optional[str]) -> str:
+    """The target language of a pair, lowercased, as the tokenizer table spells it when it is one
+    of its languages: `en-ja`, `EN-JA`, `en_ja`, `en-JP`, `eng-jpn`, `en-US-ja-JP`,
+    `en_US-ja_JP` and `en-ja-JP` all give `ja`; `en-de` gives `de`. '' when the target cannot be
+    told apart from a region (`zh-tw-en-us-x`), or the pair has no separator (or is null)."""
+    halves = _halves(langpair.strip()) if langpair else None
+    if halves is None:
+        return ""
+    target = halves[1].lower()
+    primary = _SUBTAGS.split(target)[0]
+    return LANGUAGE_ALIASES.get(target, LANGUAGE_ALIASES.get(primary, primary))
+
+
+def _halves(pair: str) -> Optional[Tuple[str, str]]:
+    """(source, target) of a pair written with `-` or `_` between them and between a language
+    and its region or script (case as written); None when the split is ambiguous."""
+    # Both separators (`en_US-ja_JP`, `en-ja_JP`): the one written once parts the pair, and
+    # when each is written once, the one whose target starts with a language code.
+    mixed = [tuple(pair.split(between)) for between, within in (("-", "_"), ("_", "-"))
+             if pair.count(between) == 1 and within in pair]
+    if mixed:
+        named = [m for m in mixed if _is_language(_SUBTAGS.split(m[1])[0])]
+        return (named or mixed)[0] if len(mixed) == 1 or len(named) == 1 else None
+    parts = _SUBTAGS.split(pair)
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    if len(parts) == 4:   # language-region-language-region
+        return "-".join(parts[:2]), "-".join(parts[2:])
+    if len(parts) == 3:   # `en-zh-cn` or `zh-cn-en`: the language is the part that is one
+        # (`en-ko-KR`: both are codes, and BCP 47 writes the region in capitals)
+        first = _is_language(parts[1]) and not _region_case(parts[1], parts[2])
+        second = _is_language(parts[2]) and not _region_case(parts[2], parts[1])
+        if first != second:
+            return (parts[0], "-".join(parts[1:])) if first else ("-".join(parts[:2]), parts[2])
+    return None
+
+
+def _is_language(code: str) -> bool:
+    code = code.lower()
+    return code in ISO_639_1 or (code in LANGUAGE_ALIASES and code != "jp")
+
+
+def _region_case(part: str, other: str) -> bool:
+    return part.isupper() and not other.isupper()
+
+
+def knows_target(langpair: Optional[str]) -> bool:
+    """Whether the pair names its target language (an ISO 639-1 code, or a spelling of one of
+    the tokenizer table's languages)."""
+    target = target_language(langpair)
+    return target in ISO_639_1 or target in TOKENIZER_BY_TARGET_LANGUAGE
+
+
+# Under 13a, text written without spaces (Japanese, Chinese) is a token or two a segment; text
+# with spaces, a dozen or more (WMT22: en-ja 1.3, en-zh 2.3, en-de 19). Fewer tokens a
+# reference than this, for a pair whose target cannot be told, is worth a warning.
+FEW_TOKENS_A_SEGMENT = 4
+
+
+def spaceless_warning(langpair: Optional[str], tokenizer: str, n_segments: int,
+                      ref_len: int, subject: Optional[str] = None) -> Optional[str]:
+    """A warning for a pair scored with 13a because its target could not be told, whose
+    references look like text without spaces: its BLEU would count whole sentences as words.
+    `subject` names what was scored when it is not a pair (an input without a pair column)."""
+    if tokenizer != DEFAULT_TOKENIZER or knows_target(langpair) or not n_segments:
+        return None
+    per_segment = ref_len / n_segments
+    if per_segment >= FEW_TOKENS_A_SEGMENT:
+        return None
+    return (f"{subject or f'language pair {langpair!r}'}: its target language could not be told and its "
+            f"references have {per_segment:.1f} tokens a segment under {tokenizer} (text without "
+            f"spaces?); BLEU counted whole runs of text as words. Write the pair as source-target "
+            f"(e.g. en-ja, en-zh, en-ko) or pass --tokenize")
+
+
+def tokenizer_for(tokenize: str, langpair: Optional[str]) -> str:
+    """The tokenizer for rows of this language pair, as sacrebleu's `-l` would pick it: the
+    one asked for, or with `auto` the target language's."""
+    if tokenize != AUTO:
+        return tokenize
+    return TOKENIZER_BY_TARGET_LANGUAGE.get(target_language(langpair), DEFAULT_TOKENIZER)
