@@ -35,7 +35,6 @@ def workload() -> None:
     kernels run or with what types; and the reference hash."""
     import pyarrow as pa
 
-    from .metrics.bleu import BleuConfig
     from .hashes import reference_hashes
     from .metrics import configured
     from .tokenizers import LineTokenizer
@@ -50,8 +49,8 @@ def workload() -> None:
     ]
     for settings in settings_variants:
         for lowercase in (False, True):
-            config = BleuConfig(lowercase=lowercase)
-            for metric in configured(["bleu", "chrf", "chrf++", "ter"], settings, config):
+            for metric in configured(["bleu", "chrf", "chrf++", "ter"],
+                                     {**settings, "lowercase": lowercase}, None):
                 for tokenize in (["13a", "zh", "intl", "char", "none"] if metric.uses_tokenizer
                                  else [None]):
                     tokenizer = (LineTokenizer(tokenize, lowercase, None) if tokenize else None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Sequence, Type
 
 from ..errors import IncompatibleStatisticsError, UsageError
-from .base import Metric, StatColumn
+from .base import Choices, Metric, StatColumn
 from .bleu import Bleu
 from .chrf import Chrf, ChrfPlusPlus
 from .ter import Ter
@@ -13,7 +13,7 @@ from .ter import Ter
 REGISTRY: Dict[str, Type[Metric]] = {m.name: m for m in (Bleu, Chrf, ChrfPlusPlus, Ter)}
 DEFAULT = ("bleu",)
 
-__all__ = ["Metric", "StatColumn", "REGISTRY", "DEFAULT", "get", "parse_names", "configured",
+__all__ = ["Choices", "Metric", "StatColumn", "REGISTRY", "DEFAULT", "get", "parse_names", "configured",
            "of_row", "is_stat_column", "stat_column", "stat_order", "as_metric"]
 
 

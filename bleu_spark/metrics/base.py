@@ -34,6 +34,10 @@ from ..settings import Option
 
 SUM, MIN, MAX = "sum", "min", "max"
 
+# The run's scoring choices, as each metric reads them in `from_measurement` (the run's option
+# values; BLEU also takes its own options object).
+Choices = Any
+
 # A band: (lowest score, whether the lowest score itself belongs to it, name, bar colour).
 Band = Tuple[float, bool, str, str]
 VARIABLE_REFS = "var"

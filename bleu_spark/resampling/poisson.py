@@ -170,7 +170,7 @@ def replicate_sums(stats: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 def scores_of_sums(sums: np.ndarray, metric) -> np.ndarray:
     """The score of each row of `sums` (B, width), by the metric's vectorized formula (`metric`:
-    a metric, or BLEU's `BleuConfig`), equal to its scalar score within 1e-12."""
+    a metric, or BLEU's options), equal to its scalar score within 1e-12."""
     return as_metric(metric).scores(np.asarray(sums))
 
 

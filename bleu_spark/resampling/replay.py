@@ -33,7 +33,7 @@ MAX_SACREBLEU_SEGMENTS = 200_000
 
 def sacrebleu_metric(config):
     """sacrebleu's own metric with the scoring settings of `config` (a metric, or BLEU's
-    `BleuConfig`); it never tokenizes here."""
+    BLEU's options); it never tokenizes here."""
     return as_metric(config).sacrebleu_metric()
 
 

@@ -2,21 +2,13 @@
 measurement, and the metric each statistics row is scored with."""
 from __future__ import annotations
 
-import dataclasses
 from typing import List, Tuple
 
 import pyarrow as pa
 
 from .. import metrics, statstable
-from ..metrics.bleu import BleuConfig
-from ..settings import AUTO
 from ..errors import IncompatibleStatisticsError, MixedTokenizerGroupError
 from .sets import GroupingSet
-
-
-def scoring_config(config: BleuConfig) -> BleuConfig:
-    """The scoring choices alone; the measurement settings come from each statistics row."""
-    return dataclasses.replace(config, tokenize=AUTO, spm_model=None)
 
 
 def metric_of(row: dict, config) -> metrics.Metric:

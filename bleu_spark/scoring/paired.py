@@ -8,14 +8,13 @@ import pyarrow as pa
 
 from .. import metrics, statstable
 from ..resampling import PAIRED_AR, PAIRED_BS, POISSON, Paired, Resampling, poisson_paired_ar, poisson_paired_bs, sacrebleu_paired_ar, sacrebleu_paired_bs
-from ..metrics.bleu import BleuConfig
 from ..errors import UsageError
 from .groups import _check_one_measurement, _summed, measured_config
 from .replicates import _sample_matrix, segment_matrix
 from .sets import GroupingSet
 
 
-def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
+def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices,
                 resampling: Resampling, segments: Optional[pa.Table] = None,
                 system_col: str = "system") -> Tuple[List[dict], List[str]]:
     """Paired tests of every system against the baseline, within each group of the other columns

@@ -11,7 +11,6 @@ import pyarrow.compute as pc
 from .. import metrics, statstable
 from ..resampling import clusters
 from ..resampling import POISSON, Resampling, bootstrap_signature, poisson_interval, sacrebleu_interval_of, sacrebleu_resample_scores, scores_of_sums, with_bootstrap_fields
-from ..metrics.bleu import BleuConfig
 from ..errors import UsageError
 from ..shown import shown
 from .groups import measured_config, metric_of
@@ -24,7 +23,7 @@ MIN_INTERVAL_SEGMENTS = 2
 
 
 def _replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segments,
-                      grouping_set, config: BleuConfig, resampling: Resampling):
+                      grouping_set, config: metrics.Choices, resampling: Resampling):
     """A group's bootstrap replicate scores, (B,): from its replicate sums (poisson) or from
     sacrebleu's draws over its segments; None for a group without enough segments."""
     poisson = resampling.method == POISSON

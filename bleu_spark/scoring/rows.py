@@ -7,7 +7,6 @@ import pyarrow as pa
 
 from .. import metrics, statstable
 from ..resampling import Resampling, SACREBLEU
-from ..metrics.bleu import BleuConfig
 from .groups import _check_one_measurement, _summed, metric_of
 from .replicates import _add_clusters, _add_intervals, _replicate_scores, _sign_bootstrap
 from .sets import GroupingSet, label
@@ -22,7 +21,7 @@ class ScoreRow(dict):
     sacrebleu: dict = {}
 
 
-def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
+def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices,
                resampling: Optional[Resampling] = None,
                segments: Optional[pa.Table] = None, implicit: Sequence[str] = ()) -> List[dict]:
     """One score row per group of every grouping set, in set order, each set sorted by its
@@ -55,7 +54,7 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
     return rows
 
 
-def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: BleuConfig,
+def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: metrics.Choices,
                implicit: Sequence[str] = ()) -> dict:
     row = ScoreRow((c, sums.get(c) if c in grouping_set else None) for c in all_cols)
     row[GROUPING] = label(grouping_set, implicit)

@@ -6,9 +6,8 @@ from typing import List, Optional, Sequence
 
 import pyarrow as pa
 
-from .. import statstable
+from .. import metrics, statstable
 from ..resampling import Resampling
-from ..metrics.bleu import BleuConfig
 from .rows import score_sets
 from .sets import GroupingSet
 from .tables import dashboard_table, group_fields, json_rows, paired_table, scores_table
@@ -21,7 +20,7 @@ def report_set(sets: Sequence[GroupingSet], partition_by: Sequence[str] = ()) ->
     return tuple(c for c in chosen if c not in partition_by)
 
 
-def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig,
+def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices,
                 partition_by: Sequence[str] = (), run: Optional[dict] = None,
                 title: str = "bleu-spark report", resampling: Optional[Resampling] = None,
                 segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
@@ -46,7 +45,7 @@ def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: BleuConfig
 
 
 def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[GroupingSet],
-                config: BleuConfig, run: dict, report: bool,
+                config: metrics.Choices, run: dict, report: bool,
                 resampling: Optional[Resampling] = None,
                 segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
                 drilldown: Optional[dict] = None) -> None:
@@ -99,7 +98,7 @@ def _typed_like(table: pa.Table, stats: pa.Table, columns: Sequence[str]) -> pa.
 
 
 def write_partitioned_report(output, stats: pa.Table, sets: Sequence[GroupingSet],
-                             config: BleuConfig, run: dict,
+                             config: metrics.Choices, run: dict,
                              resampling: Optional[Resampling] = None,
                              drilldown: Optional[dict] = None) -> None:
     """The report over every partition the folder will hold, into the staging folder: called

@@ -213,6 +213,16 @@ _COLUMN = re.compile(r"(sys_len|ref_len|correct_(\d+)|total_(\d+))$")
 _KIND = {"sys_len": 0, "ref_len": 1, "correct": 2, "total": 3}
 
 
+def _options(choices) -> BleuConfig:
+    """BLEU's options from the run's choices: its own options object, or the run's option values
+    (`bleu_spark.settings`; those not given take their declared defaults)."""
+    if isinstance(choices, BleuConfig):
+        return choices
+    from ... import settings
+
+    return BleuConfig.from_settings({**settings.defaults(), **(choices or {})})
+
+
 class Bleu(Metric):
     """Corpus BLEU. Measured with a tokenizer per row (`--tokenize`, by target language under
     `auto`), `lowercase` and `max_ngram_order`; smoothing, effective order and weights are
@@ -239,8 +249,8 @@ class Bleu(Metric):
         self.version = version
 
     @classmethod
-    def from_settings(cls, settings: Mapping[str, Any], choices: BleuConfig) -> "Bleu":
-        return cls(choices)
+    def from_settings(cls, settings: Mapping[str, Any], choices: Any = None) -> "Bleu":
+        return cls(_options(choices if choices is not None else settings))
 
     @classmethod
     def owns_column(cls, name: str) -> bool:
@@ -266,8 +276,8 @@ class Bleu(Metric):
         return segments.stats, segments.references_tokenized
 
     @classmethod
-    def from_measurement(cls, row: Mapping[str, Any], choices: Optional[BleuConfig]) -> "Bleu":
-        measured = dataclasses.replace(choices or BleuConfig(), tokenize=AUTO, spm_model=None,
+    def from_measurement(cls, row: Mapping[str, Any], choices: Any = None) -> "Bleu":
+        measured = dataclasses.replace(_options(choices), tokenize=AUTO, spm_model=None,
                                        lowercase=row["lowercase"],
                                        max_ngram_order=row["max_ngram_order"])
         return cls(measured, row.get("tokenizer_signature"), row.get("sacrebleu_version"))
