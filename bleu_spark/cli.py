@@ -81,17 +81,17 @@ def _add_options(parser, command: str) -> None:
 
 
 def _argument(option: settings.Option) -> dict:
-    """argparse's keywords for an option. No argparse default: an option not given is None, so
-    the job file's value or the declared default applies."""
+    """argparse's keywords for an option. An option the job file may hold has no argparse
+    default (not given is None, so the file's value or the declared default applies)."""
     if option.kind == settings.BOOLEAN:
         return {"action": argparse.BooleanOptionalAction, "default": None, "help": option.help}
     kind = {settings.INTEGER: int, settings.NUMBER: float}.get(option.kind)
     keywords = {"help": option.help, "metavar": option.metavar, "choices": option.choices}
     if kind:
         keywords["type"] = kind
-    if option.key == "engine":  # aggregate has no job file: its own default
+    if not option.job_file:
         keywords["default"] = option.default
-    if option.key == "stats":
+    if option.required:
         keywords["required"] = True
     return {k: v for k, v in keywords.items() if v is not None}
 

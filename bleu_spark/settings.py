@@ -55,6 +55,7 @@ class Option:
     bounds: Optional[Tuple[bool, float, float]] = None
     field: Optional[str] = None                # a metric's option: its field in the metric's options
     job_file: bool = True                      # False: command line only (--config, --where)
+    required: bool = False                     # on the command line (a job-file key is checked later)
 
     @property
     def flag(self) -> str:
@@ -193,7 +194,7 @@ RUN_OPTIONS = (
            help="resampling seed (default: 12345, sacrebleu's)"),
     Option("n_ar_trials", INTEGER, 10000, group=MORE_RESAMPLING, metavar="T", bounds=(True, 1, 100_000),
            help="approximate randomization trials (default: 10000)"),
-    Option("stats", STRING, commands=(AGGREGATE,), metavar="PATH", job_file=False,
+    Option("stats", STRING, commands=(AGGREGATE,), metavar="PATH", job_file=False, required=True,
            help="a result folder of bleu-spark, its stats/ folder, or statistics Parquet"),
     Option("where", STRING, commands=(AGGREGATE,), metavar="PREDICATE", job_file=False,
            help="a filter over group and measurement columns, not SQL: comparisons with "
