@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, field, replace
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from . import predicate, record, scoring, segments, settings, statstable, store
-from .metrics.bleu import BleuConfig
+from . import metrics, predicate, record, scoring, segments, settings, statstable, store
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 from .resampling import Resampling
 
@@ -31,8 +30,9 @@ class AggregateOptions:
     where: Optional[str] = None                      # a filter (bleu_spark.predicate), not SQL
     report: bool = False
     engine: str = settings.default("engine")         # auto: local tables here, others on Spark
-    config: BleuConfig = field(default_factory=BleuConfig)   # the scoring choices
-    weights: Optional[Tuple[float, ...]] = None      # checked against the statistics' max order
+    # The metrics' scoring options, e.g. (("smooth_method", "floor"), ("weights", (0.5, 0.5))):
+    # those that change no statistic (docs/options.md); the others come with the statistics.
+    choices: Tuple[Tuple[str, Any], ...] = ()
     confidence: bool = False                         # intervals from the saved replicate sums
     paired_bs: bool = False                          # paired bootstrap against `baseline`
     baseline: Optional[str] = None
@@ -48,11 +48,10 @@ class AggregateOptions:
             raise UsageError(f"unknown --engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
         if self.group_by is not None and self.grouping_sets is not None:
             raise UsageError("give --group-by or --grouping-sets, not both")
-        # Checked now, before any reading: the values here, their number against the
-        # statistics' max order once read; the pairing rules are score's (Resampling's).
-        object.__setattr__(self, "weights", settings.check_weights(self.weights))
-        Resampling(confidence=self.confidence, paired_bs=self.paired_bs,
-                             baseline=self.baseline)
+        # Checked now, before any reading, as far as they can be without the statistics (each
+        # metric checks its own); the pairing rules are score's (Resampling's).
+        metrics.checked_choices(dict(self.choices))
+        Resampling(confidence=self.confidence, paired_bs=self.paired_bs, baseline=self.baseline)
         if self.output:
             check_output_apart(self.stats, self.output)
 
@@ -135,7 +134,8 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
             stats = segments.summed(stats, [*finest, *statstable.MEASUREMENT], options.resamples)
         resampling = saved_resampling(options, stats)  # of the rows as saved: before any sum
         stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
-        config = scoring_config(options, stats)
+        config = metrics.checked_choices(dict(options.choices), stats.select(
+            [c for c in statstable.MEASUREMENT if c in stats.column_names]).to_pylist())
         scores = scoring.score_sets(stats, sets, config, resampling)
         paired, warnings = None, []
         if options.paired_bs:
@@ -157,17 +157,6 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
         if output:
             output.abort()
         raise
-
-
-def scoring_config(options: AggregateOptions, stats: pa.Table) -> BleuConfig:
-    """The scoring choices, with the weights checked against the order the statistics have."""
-    orders = sorted(set(stats["max_ngram_order"].to_pylist()) - {None})  # None: no n-gram order
-    if options.weights is None:
-        return options.config
-    if len(orders) > 1:
-        raise UsageError(f"--weights cannot apply to statistics of several max n-gram orders "
-                         f"({', '.join(map(str, orders))}); select one with --where")
-    return replace(options.config, weights=options.weights, max_ngram_order=orders[0] if orders else 4)
 
 
 def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[Resampling]:
@@ -203,13 +192,13 @@ def _read(options: AggregateOptions, spark) -> pa.Table:
     return stats
 
 
-def run_record(options: AggregateOptions, config: BleuConfig, stats: pa.Table, scores: List[dict], sets,
+def run_record(options: AggregateOptions, config: dict, stats: pa.Table, scores: List[dict], sets,
                run_id: str, warnings: Sequence[str] = ()) -> dict:
     return {
         **record.started(run_id, "aggregate"), "stats": options.stats, "output": options.output,
         "where": options.where, "engine": "spark" if options.on_spark else "local",
         **record.grouping(dict.fromkeys(c for s in sets for c in s), sets),
-        "config": asdict(config),
+        "config": metrics.config_record(config),
         "rows": {"scored": sum(stats["n_segments"].to_pylist()),
                  "rejected": sum(stats["n_rejected"].to_pylist())},
         "groups": len(scores),

@@ -224,13 +224,15 @@ def aggregate_options(args: argparse.Namespace):
 
     if not args.output:
         raise UsageError("--output is required")
-    config = BleuConfig(smooth_method=args.smooth_method or "exp", smooth_value=args.smooth_value,
-                        effective_order=bool(args.effective_order))
+    # The metrics' options aggregate takes (docs/options.md): those given.
+    choices = tuple((o.key, _csv(v) if o.kind == settings.NUMBERS else v)
+                    for o in settings.declared() if settings.AGGREGATE in o.commands
+                    and o.key in settings.metric_options() and (v := getattr(args, o.key)) is not None)
     group_by = tuple(_csv(args.group_by)) if args.group_by is not None else None
     return AggregateOptions(stats=args.stats, output=args.output, group_by=group_by,
                             grouping_sets=parse_grouping_sets(args.grouping_sets),
                             where=args.where, report=bool(args.report), engine=args.engine,
-                            config=config, weights=_csv(args.weights) if args.weights is not None else None,
+                            choices=choices,
                             confidence=bool(args.confidence), paired_bs=bool(args.paired_bs),
                             baseline=args.baseline, clusters=bool(args.clusters))
 

@@ -1,11 +1,16 @@
-"""Language pairs as logs spell them: the target language a pair names, the tokenizer sacrebleu
-picks for it, and the warning for a pair whose text looks unspaced though its target is unknown."""
+"""How a run's text is tokenized: `TextSettings` (the run's `--tokenize` and `--spm-model`, shared
+by the metrics that tokenize), language pairs as logs spell them, the tokenizer sacrebleu picks
+for a pair's target language, and the warning for a pair whose text looks unspaced though its
+target is unknown."""
 from __future__ import annotations
 
+import os
 import re
-from typing import Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Tuple
 
-from .settings import AUTO
+from .errors import ModelFileError, UsageError
+from .settings import AUTO, SPM_TOKENIZERS, TOKENIZERS
 
 # sacrebleu's per-target-language defaults (its `-l xx-yy` / `trg_lang` logic).
 TOKENIZER_BY_TARGET_LANGUAGE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}
@@ -110,3 +115,44 @@ def tokenizer_for(tokenize: str, langpair: Optional[str]) -> str:
     if tokenize != AUTO:
         return tokenize
     return TOKENIZER_BY_TARGET_LANGUAGE.get(target_language(langpair), DEFAULT_TOKENIZER)
+
+
+def check_tokenizer(tokenize: str) -> None:
+    if tokenize != AUTO and tokenize not in TOKENIZERS:
+        raise UsageError(f"unknown tokenizer {tokenize!r}; choose one of: auto, {', '.join(TOKENIZERS)}")
+
+
+def require_spm_model(tokenizer: str, spm_model: Optional[str]) -> str:
+    """The SentencePiece model a tokenizer needs, loaded once here, on the driver: a missing file
+    or one that is not a model fails now with one line, not on every executor as a traceback."""
+    if not spm_model:
+        raise ModelFileError(f"tokenizer {tokenizer} needs a SentencePiece model file: "
+                             f"pass --spm-model PATH (executors cannot download it)")
+    if not os.path.isfile(spm_model):
+        raise ModelFileError(f"SentencePiece model file not found: {spm_model}")
+    from .tokenizers import build_tokenizer
+
+    build_tokenizer(tokenizer, spm_model)
+    return spm_model
+
+
+@dataclass(frozen=True)
+class TextSettings:
+    """The run's text settings, checked once: `tokenize` (auto: by each row's target language),
+    the SentencePiece model, and whether the tokenizing metrics lowercase first."""
+    tokenize: str = AUTO
+    spm_model: Optional[str] = None
+    lowercase: bool = False
+
+    def __post_init__(self):
+        check_tokenizer(self.tokenize)
+        if self.tokenize in SPM_TOKENIZERS:
+            require_spm_model(self.tokenize, self.spm_model)
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any], lowercase: bool = False) -> "TextSettings":
+        """The text settings among a run's option values."""
+        return cls(values.get("tokenize", AUTO), values.get("spm_model"), lowercase)
+
+    def tokenizer_for(self, langpair: Optional[str]) -> str:
+        return tokenizer_for(self.tokenize, langpair)

@@ -8,6 +8,7 @@ from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from bleu_spark import BleuConfig
+from bleu_spark.languages import TextSettings
 from bleu_spark.errors import (ColumnTypeError, InputNotFoundError, InvalidRowsError,
                                MissingColumnError, MixedTokenizerGroupError)
 from bleu_spark.oracle import sacrebleu_score
@@ -151,7 +152,7 @@ def test_a_long_partition_is_merged_on_the_way_without_changing_its_sums(replica
              "_row_reason": None, "_segment_hash": i} for i in range(300)]
     table = pa.Table.from_pylist(rows).set_column(4, "_row_reason", pa.nulls(len(rows), pa.string()))
     batches = table.to_batches(max_chunksize=2)
-    plan = partition.PartitionPlan(config=BleuConfig(tokenize="13a"), group_cols=("system", "langpair"),
+    plan = partition.PartitionPlan(text=TextSettings("13a"), group_cols=("system", "langpair"),
                                    candidate_col="candidate", references_col="_references",
                                    langpair_col=None, reason_col="_row_reason",
                                    segment_hash_col="_segment_hash" if replicates else None,

@@ -1,7 +1,7 @@
 """One module (or package) per metric, and the registry."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Sequence, Type
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Type
 
 from ..errors import IncompatibleStatisticsError, UsageError
 from .base import Choices, Metric, StatColumn
@@ -14,7 +14,8 @@ REGISTRY: Dict[str, Type[Metric]] = {m.name: m for m in (Bleu, Chrf, ChrfPlusPlu
 DEFAULT = ("bleu",)
 
 __all__ = ["Choices", "Metric", "StatColumn", "REGISTRY", "DEFAULT", "get", "parse_names", "configured",
-           "of_row", "is_stat_column", "stat_column", "stat_order", "as_metric"]
+           "of_row", "is_stat_column", "stat_column", "stat_order", "as_metric", "checked_choices",
+           "config_record"]
 
 
 def get(name: str) -> Type[Metric]:
@@ -87,6 +88,25 @@ def stat_order(names: Sequence[str]) -> List[str]:
         return (index, owners[index].column_order(name))
 
     return sorted((n for n in names if is_stat_column(n)), key=key)
+
+
+def checked_choices(choices: Mapping[str, Any], measurements: Optional[Sequence[Mapping]] = None) -> dict:
+    """The run's scoring choices, checked by every metric against the measurement rows of the
+    statistics they will score (None: before any is read), with what they imply added."""
+    for metric in REGISTRY.values():
+        choices = metric.checked_choices(choices, measurements)
+    return dict(choices)
+
+
+def config_record(choices: Mapping[str, Any]) -> dict:
+    """run.json's `config`: the text settings around each metric's record of its options."""
+    from ..settings import defaults
+
+    values = {**defaults(), **choices}
+    record = {"tokenize": values["tokenize"]}
+    for metric in REGISTRY.values():
+        record.update(metric.settings_record(values))
+    return {**record, "spm_model": values["spm_model"]}
 
 
 def as_metric(metric) -> Metric:

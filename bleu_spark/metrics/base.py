@@ -104,6 +104,23 @@ class Metric(ABC):
     def from_settings(cls, settings: Mapping[str, Any], choices: Any) -> "Metric":
         """The metric as a run's options set it (`settings`: the job's flat option values)."""
 
+    @property
+    def lowercase_tokens(self) -> bool:
+        """Whether the row's tokenizer lowercases first for it (with `uses_tokenizer`)."""
+        return False
+
+    @classmethod
+    def checked_choices(cls, choices: Mapping[str, Any],
+                        measurements: Optional[Sequence[Mapping]] = None) -> dict:
+        """The run's scoring choices checked against the measurement rows of the statistics to
+        score (`aggregate`; None: before any is read), with what they imply added."""
+        return dict(choices)
+
+    @classmethod
+    def settings_record(cls, choices: Mapping[str, Any]) -> dict:
+        """Its options as run.json's `config` records them ({} where `metrics` says it all)."""
+        return {}
+
     @classmethod
     def option_values(cls, settings: Mapping[str, Any]) -> dict:
         """Its options' values among a run's settings, by field of its options, those set."""

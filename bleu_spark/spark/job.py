@@ -6,7 +6,7 @@ import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import compiled, scoring, segments, settings, statstable, store
-from ..languages import DEFAULT_TOKENIZER, spaceless_warning
+from ..languages import DEFAULT_TOKENIZER, TextSettings, spaceless_warning
 from ..metrics.bleu import BleuConfig
 from ..settings import AUTO
 from ..errors import EmptyInputError, InvalidRowsError, UsageError
@@ -68,10 +68,18 @@ class JobOptions:
     segments_columns: Tuple[str, ...] = ()              # input columns the segments table carries
     allow_empty_input: bool = False                     # no input row: exit 15 unless allowed
     warnings: Tuple[str, ...] = ()                      # about the options, for run.json
+    # The metrics with their options, and how the rows' text is tokenized: made (and checked)
+    # once, from the fields above.
+    measured: Tuple[Any, ...] = field(init=False, compare=False, repr=False, default=())
+    text: Optional[TextSettings] = field(init=False, compare=False, repr=False, default=None)
 
     def __post_init__(self):
         object.__setattr__(self, "metrics", parse_names(self.metrics))
-        configured(self.metrics, dict(self.metric_settings), self.config)  # options checked now
+        measured = configured(self.metrics, dict(self.metric_settings), self.config)
+        object.__setattr__(self, "measured", measured)
+        object.__setattr__(self, "text", TextSettings(
+            self.config.tokenize, self.config.spm_model,
+            any(m.lowercase_tokens for m in measured if m.uses_tokenizer)))
         if self.resampling.method == SACREBLEU and self.resampling.active \
                 and not (self.segment_key or self.join_on):
             raise UsageError("--bootstrap-method sacrebleu needs --segment-key or --join-on: "
@@ -126,7 +134,7 @@ def score_dataframe(df: DataFrame, config: Optional[BleuConfig] = None,
     `options` are JobOptions fields (candidate_col, references_cols, references, join_on,
     grouping_sets, ...) or BleuConfig fields (tokenize, lowercase, ...).
     """
-    job_fields = set(JobOptions.__dataclass_fields__)
+    job_fields = {f.name for f in fields(JobOptions) if f.init}
     bleu = {k: v for k, v in options.items() if k not in job_fields}
     job = {k: v for k, v in options.items() if k in job_fields}
     options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
@@ -260,8 +268,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     table = io.InputTable(spark, options.input)
     schema = table.schema  # a remote path that is not there fails here, before any output
     output = store.open_output(options.output, options.partition_by, run_id) if options.output else None
-    if options.config.spm_model:
-        spark.sparkContext.addFile(options.config.spm_model)
+    if options.text.spm_model:
+        spark.sparkContext.addFile(options.text.spm_model)
     try:
         job_group = f"bleu-spark-{run_id}"
         spark.sparkContext.setJobGroup(job_group, "bleu-spark score")
@@ -352,10 +360,10 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
 def tokenizers_by_pair(stats: pa.Table, options: JobOptions) -> Optional[dict]:
     """Under `--tokenize auto`, the tokenizer each language pair (as written) was scored with."""
     column = options.langpair_col
-    if options.config.tokenize != AUTO or column not in stats.column_names:
+    if options.text.tokenize != AUTO or column not in stats.column_names:
         return None
     pairs = sorted(set(stats[column].to_pylist()), key=lambda p: (p is None, p or ""))
-    return {"" if p is None else p: options.config.tokenizer_for(p) for p in pairs}
+    return {"" if p is None else p: options.text.tokenizer_for(p) for p in pairs}
 
 
 def tokenizer_warnings(stats: pa.Table, options: JobOptions, tokenizers: Optional[dict]) -> List[str]:
@@ -365,7 +373,7 @@ def tokenizer_warnings(stats: pa.Table, options: JobOptions, tokenizers: Optiona
     if "ref_len" not in stats.column_names:
         return []
     bleu = stats.filter(pc.equal(stats["metric"], "bleu"))
-    if options.config.tokenize == AUTO and column not in stats.column_names:
+    if options.text.tokenize == AUTO and column not in stats.column_names:
         # No pair column: every row got 13a, which Japanese or Chinese text would not want.
         warning = spaceless_warning(None, DEFAULT_TOKENIZER, pc.sum(bleu["n_segments"]).as_py(),
                                     pc.sum(bleu["ref_len"]).as_py(),

@@ -10,7 +10,6 @@ from .. import metrics, scoring, segments
 from ..resampling import POISSON
 from ..settings import AUTO
 from ..errors import MissingColumnError, UsageError
-from ..metrics import configured
 from ..segments import SegmentsPlan
 from . import inputs, io
 from .stats import REASON, PartitionPlan
@@ -51,7 +50,7 @@ def measured_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, 
     tokenizer, so each statistics row has one tokenizer (coarser groups that would mix
     tokenizers are refused when they are summed)."""
     finest = [c for s in grouping_sets(options, columns) for c in s]
-    if options.config.tokenize == AUTO and options.langpair_col in columns:
+    if options.text.tokenize == AUTO and options.langpair_col in columns:
         finest.append(options.langpair_col)
     return tuple(dict.fromkeys(finest))
 
@@ -64,8 +63,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     if options.on_invalid == "quarantine" and REASON in columns:
         raise UsageError(f"input has a column named {REASON}, the column rejected rows get in "
                          f"DIR/rejected/ beside every input column; rename it in the input")
-    config = options.config
-    auto = config.tokenize == AUTO and options.langpair_col in columns
+    auto = options.text.tokenize == AUTO and options.langpair_col in columns
     rules = [io.ColumnRule(options.candidate_col, "string", io.is_string, "--candidate-col")]
     if not options.references:
         rules += inputs.reference_rules(options, columns)
@@ -78,7 +76,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     poisson = resampling.active and resampling.method == POISSON
     per_segment = (tuple(c for c in (*options.join_on, *options.segment_key) if c not in group_cols)
                    if resampling.active and not poisson else ())
-    return PartitionPlan(config=config, group_cols=group_cols,
+    return PartitionPlan(text=options.text, group_cols=group_cols,
                          segments=segments_plan(options, columns),
                          candidate_col=options.candidate_col, references_col=inputs.REFERENCES,
                          langpair_col=options.langpair_col if auto else None,
@@ -86,7 +84,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
                          segment_hash_col=SEGMENT_HASH if poisson or options.segments else None,
                          replicates=resampling.replicates, trials=resampling.trials,
                          seed=resampling.seed, per_segment=tuple(dict.fromkeys(per_segment)),
-                         metrics=configured(options.metrics, dict(options.metric_settings), config))
+                         metrics=options.measured)
 
 
 def segments_plan(options: JobOptions, columns: Sequence[str]) -> Optional[SegmentsPlan]:

@@ -19,7 +19,7 @@ from pyspark import TaskContext
 from pyspark.sql import types as T
 
 from .. import metrics, statstable
-from ..metrics.bleu import BleuConfig
+from ..languages import TextSettings
 from ..resampling import ar_swaps, poisson_weights, replicate_sums
 from ..segments import SegmentsPlan, SegmentsWriter, rows_table
 from ..rows import present_references, rejection_reasons
@@ -37,7 +37,7 @@ REPLICATE_SUMS, TRIAL_SUMS = statstable.SAMPLES  # B x width sums per row, null 
 
 @dataclass(frozen=True)
 class PartitionPlan:
-    config: BleuConfig
+    text: TextSettings             # how rows are tokenized
     group_cols: Tuple[str, ...]
     candidate_col: str
     references_col: str            # array<string>, already normalized by the reader
@@ -50,14 +50,14 @@ class PartitionPlan:
     seed: int = 0
     # sacrebleu's own resampling needs every segment's statistics: rows kept per segment key.
     per_segment: Tuple[str, ...] = ()
-    # The metrics measured, with their options; () for the default ones with `config`.
+    # The metrics measured, with their options; () for the default ones.
     metrics: Tuple[metrics.Metric, ...] = ()
     # Every scored segment written by its task (`--segments`), or None.
     segments: Optional[SegmentsPlan] = None
 
     @property
     def measured(self) -> Tuple[metrics.Metric, ...]:
-        return self.metrics or metrics.configured(metrics.DEFAULT, {}, self.config)
+        return self.metrics or metrics.configured(metrics.DEFAULT, {}, None)
 
     @property
     def stat_columns(self) -> list:
@@ -79,7 +79,7 @@ class PartitionPlan:
         return (*self.group_cols, *self.per_segment, TOKENIZE, METRIC, REASON)
 
     def tokenizer_for(self, langpair: Optional[str]) -> str:
-        return self.config.tokenizer_for(langpair)
+        return self.text.tokenizer_for(langpair)
 
 
 def output_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.StructType:
@@ -146,8 +146,8 @@ class _PartitionSums:
 
     def tokenizer(self, name: str) -> LineTokenizer:
         if name not in self.tokenizers:
-            config = self.plan.config
-            self.tokenizers[name] = LineTokenizer(name, config.lowercase, _local_model(config.spm_model))
+            text = self.plan.text
+            self.tokenizers[name] = LineTokenizer(name, text.lowercase, _local_model(text.spm_model))
         return self.tokenizers[name]
 
     def add(self, batch: pa.RecordBatch) -> None:
@@ -256,7 +256,7 @@ class _Segments:
         if name is None:
             return None
         if name not in self.signatures:
-            self.signatures[name] = build_tokenizer(name, self.plan.config.spm_model).signature()
+            self.signatures[name] = build_tokenizer(name, self.plan.text.spm_model).signature()
         return self.signatures[name]
 
     def flush(self) -> None:
@@ -384,7 +384,7 @@ def rejected_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.Struct
 def statistics_table(partials: pa.Table, plan: PartitionPlan, resampling: str = "") -> pa.Table:
     """The reduced partial sums (one row per group, tokenizer and reason) as a statistics table:
     one row per group, scored and rejected rows counted apart."""
-    config = plan.config
+    text = plan.text
     rejected = pc.is_valid(partials[REASON])
     n = partials[N_SEGMENTS]
     zero, none = pa.scalar(0, pa.int64()), pa.scalar(None, pa.int32())
@@ -395,7 +395,7 @@ def statistics_table(partials: pa.Table, plan: PartitionPlan, resampling: str = 
               MAX_REFS: pc.if_else(rejected, none, partials[MAX_REFS]),
               FINGERPRINT: pc.if_else(rejected, pa.scalar(None, pa.int64()), partials[FINGERPRINT])}
     names = partials[TOKENIZE]
-    signatures = {name: build_tokenizer(name, config.spm_model).signature()
+    signatures = {name: build_tokenizer(name, text.spm_model).signature()
                   for name in pc.unique(names).to_pylist() if name is not None}
     by_name = {m.name: m.measurement() for m in plan.measured}
     labels = partials[METRIC].to_pylist()

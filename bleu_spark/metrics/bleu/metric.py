@@ -18,6 +18,8 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import pyarrow as pa
 
+from ... import settings
+from ...errors import UsageError
 from ..base import Metric, StatColumn, nrefs_label
 from .options import AUTO, OPTIONS, BleuConfig
 from .signature import bleu_signature
@@ -218,8 +220,6 @@ def _options(choices) -> BleuConfig:
     (`bleu_spark.settings`; those not given take their declared defaults)."""
     if isinstance(choices, BleuConfig):
         return choices
-    from ... import settings
-
     return BleuConfig.from_settings({**settings.defaults(), **(choices or {})})
 
 
@@ -247,6 +247,33 @@ class Bleu(Metric):
         self.config = config
         self.tokenizer_signature = tokenizer_signature
         self.version = version
+
+    @property
+    def lowercase_tokens(self) -> bool:
+        return self.config.lowercase
+
+    @classmethod
+    def checked_choices(cls, choices: Mapping[str, Any],
+                        measurements: Optional[Sequence[Mapping]] = None) -> dict:
+        """BLEU's scoring options checked; `--weights` given to `aggregate` must match the max
+        n-gram order of the statistics, which must then be one."""
+        if measurements is None or choices.get("weights") is None:
+            _options({**choices, "weights": None})  # the number of weights: once read
+            if choices.get("weights") is not None:
+                return {**choices, "weights": settings.check_weights(choices["weights"])}
+            return dict(choices)
+        orders = sorted({row["max_ngram_order"] for row in measurements} - {None})
+        if len(orders) > 1:
+            raise UsageError(f"--weights cannot apply to statistics of several max n-gram orders "
+                             f"({', '.join(map(str, orders))}); select one with --where")
+        checked = {**choices, "max_ngram_order": orders[0] if orders else 4}
+        _options(checked)  # the weights' number and values, checked now
+        return checked
+
+    @classmethod
+    def settings_record(cls, choices: Mapping[str, Any]) -> dict:
+        record = dataclasses.asdict(_options(choices))
+        return {k: v for k, v in record.items() if k not in ("tokenize", "spm_model")}
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], choices: Any = None) -> "Bleu":
@@ -304,8 +331,6 @@ class Bleu(Metric):
 
     def sacrebleu_metric(self):
         if self.config.weights is not None:
-            from ...errors import UsageError
-
             raise UsageError("the sacrebleu bootstrap has no n-gram weights; use the poisson method")
         from sacrebleu.metrics.bleu import BLEU
         config = self.config

@@ -3,15 +3,14 @@ them with the run's text settings it reads, validated once."""
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
 from ... import settings
-from ...errors import ModelFileError, UsageError
-from ...languages import tokenizer_for
+from ...errors import UsageError
+from ...languages import check_tokenizer, require_spm_model, tokenizer_for
 from ...settings import (AUTO, BLEU_MEASUREMENT, BLEU_SCORING, BOOLEAN, BOTH, INTEGER, NUMBER,
-                       NUMBERS, SPM_TOKENIZERS, STRING, TOKENIZERS, Option)
+                       NUMBERS, SPM_TOKENIZERS, STRING, Option)
 
 # Smoothing method -> default smoothing value (None: the method takes no value).
 SMOOTH_DEFAULTS = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}
@@ -55,9 +54,7 @@ class BleuConfig:
     spm_model: Optional[str] = None
 
     def __post_init__(self):
-        if self.tokenize != AUTO and self.tokenize not in TOKENIZERS:
-            raise UsageError(f"unknown tokenizer {self.tokenize!r}; "
-                             f"choose one of: auto, {', '.join(TOKENIZERS)}")
+        check_tokenizer(self.tokenize)
         if self.smooth_method not in SMOOTH_DEFAULTS:
             raise UsageError(f"unknown smoothing method {self.smooth_method!r}; "
                              f"choose one of: {', '.join(SMOOTH_DEFAULTS)}")
@@ -66,7 +63,7 @@ class BleuConfig:
         _OPTION["max_ngram_order"].check(self.max_ngram_order)
         object.__setattr__(self, "weights", self._checked_weights())
         if self.tokenize in SPM_TOKENIZERS:
-            self.require_spm_model(self.tokenize)
+            require_spm_model(self.tokenize, self.spm_model)
 
     @classmethod
     def from_settings(cls, values: Mapping[str, Any]) -> "BleuConfig":
@@ -89,19 +86,6 @@ class BleuConfig:
         if all(abs(w - 1 / order) < 1e-12 for w in weights):
             return None
         return weights
-
-    def require_spm_model(self, tokenizer: str) -> str:
-        if not self.spm_model:
-            raise ModelFileError(f"tokenizer {tokenizer} needs a SentencePiece model file: "
-                                 f"pass --spm-model PATH (executors cannot download it)")
-        if not os.path.isfile(self.spm_model):
-            raise ModelFileError(f"SentencePiece model file not found: {self.spm_model}")
-        # Loaded once here, on the driver: a file that is not a model fails now with one line,
-        # not on every executor as a traceback.
-        from ...tokenizers import build_tokenizer
-
-        build_tokenizer(tokenizer, self.spm_model)
-        return self.spm_model
 
     def tokenizer_for(self, langpair: Optional[str]) -> str:
         """The tokenizer for rows of this language pair, as sacrebleu's `-l` would pick it."""
