@@ -1185,8 +1185,7 @@ def load_checkout(root: Path, alias: str):
         module = importlib.util.module_from_spec(spec)
         sys.modules[alias] = module
         spec.loader.exec_module(module)
-        stats, tokenizers = (importlib.import_module(alias + ".stats"),
-                             importlib.import_module(alias + ".tokenizers"))
+        stats, tokenizers = (_statistics_module(alias), importlib.import_module(alias + ".tokenizers"))
     finally:
         if previous is None:
             os.environ.pop("NUMBA_CACHE_DIR")
@@ -1194,6 +1193,16 @@ def load_checkout(root: Path, alias: str):
             os.environ["NUMBA_CACHE_DIR"] = previous
         numba.config.reload_config()
     return stats, tokenizers
+
+
+def _statistics_module(alias: str):
+    """BLEU's statistics module of a checkout: where it lives now, or where older ones kept it."""
+    import importlib
+
+    try:
+        return importlib.import_module(alias + ".metrics.bleu.stats")
+    except ModuleNotFoundError:
+        return importlib.import_module(alias + ".stats")
 
 
 class _TimedTokenizer:
