@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import BleuSparkError, InvalidRowsError, UsageError
+from .languages import TextSettings
 from .metrics.bleu import BleuConfig, BleuResult, GroupTotals, segment_statistics
 from .rows import REASONS, rejection_reasons
 from .tokenizers import LineTokenizer
@@ -60,11 +61,11 @@ def corpus_score(candidates: Sequence[Optional[str]],
     if unknown:
         raise UsageError(f"unknown options for corpus_score: {', '.join(unknown)}")
     values = {**settings.defaults(), **options}
-    config = BleuConfig.from_settings(values)
-    measured = metrics.get(metric).from_settings(values, config)
+    measured = metrics.get(metric).from_settings(values)
+    text = TextSettings.of(values, measured.lowercase_tokens)
     candidates, references = _checked_rows(candidates, references)
-    tokenize = config.tokenizer_for(langpair) if measured.uses_tokenizer else None
-    tokenizer = LineTokenizer(tokenize, config.lowercase, config.spm_model) if tokenize else None
+    tokenize = text.tokenizer_for(langpair) if measured.uses_tokenizer else None
+    tokenizer = LineTokenizer(tokenize, text.lowercase, text.spm_model) if tokenize else None
     stats = [measured.segment_statistics(candidates.slice(start, BATCH_ROWS),
                                          references.slice(start, BATCH_ROWS), tokenizer)
              for start in range(0, len(candidates), BATCH_ROWS)]
@@ -72,7 +73,7 @@ def corpus_score(candidates: Sequence[Optional[str]],
     row = {**measured.measurement(), "n_segments": len(candidates), "tokenize": tokenize,
            "min_refs": min(counts, default=0), "max_refs": max(counts, default=0),
            "tokenizer_signature": tokenizer.signature() if tokenizer else None}
-    shown = type(measured).from_measurement(row, config)
+    shown = type(measured).from_measurement(row, values)
     sums = measured.combined(np.concatenate(stats) if stats else np.zeros((0, measured.width), np.int64))
     return shown.result(sums, row)
 
