@@ -1185,7 +1185,7 @@ def load_checkout(root: Path, alias: str):
         module = importlib.util.module_from_spec(spec)
         sys.modules[alias] = module
         spec.loader.exec_module(module)
-        stats, tokenizers = (importlib.import_module(alias + ".stats"),
+        stats, tokenizers = (importlib.import_module(alias + ".metrics.bleu.stats"),
                              importlib.import_module(alias + ".tokenizers"))
     finally:
         if previous is None:
