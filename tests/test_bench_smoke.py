@@ -1,6 +1,6 @@
 """scripts/bench.py: its identity guard (unit-tested, and run whole in smoke mode) and its corpus."""
 import copy
-import importlib.util
+import importlib
 import json
 import os
 import subprocess
@@ -14,10 +14,8 @@ BENCH = os.path.join(ROOT, "scripts", "bench.py")
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, os.path.dirname(BENCH))
+    return importlib.import_module("bench")
 
 
 def _rows():
