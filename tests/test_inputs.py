@@ -9,7 +9,7 @@ import pytest
 
 from bleu_spark import BleuConfig
 from bleu_spark.errors import InvalidRowsError, OutputError
-from bleu_spark.oracle import sacrebleu_score
+from bleu_spark.metrics.bleu.oracle import sacrebleu_score
 from bleu_spark import store
 from bleu_spark.spark import inputs
 from bleu_spark.spark.job import JobOptions, run_job, score_dataframe

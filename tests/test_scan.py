@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from bleu_spark import BleuConfig
 from bleu_spark.resampling import POISSON, Resampling, bootstrap_signature, with_bootstrap_fields
 from bleu_spark.hashes import reference_hashes
-from bleu_spark.oracle import sacrebleu_score
+from bleu_spark.metrics.bleu.oracle import sacrebleu_score
 from bleu_spark.spark.inputs import SPLIT_BYTES
 from bleu_spark.spark import io
 from bleu_spark.spark.io import InputTable, footer_schema

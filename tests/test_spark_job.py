@@ -11,7 +11,7 @@ from bleu_spark import BleuConfig
 from bleu_spark.languages import TextSettings
 from bleu_spark.errors import (ColumnTypeError, InputNotFoundError, InvalidRowsError,
                                MissingColumnError, MixedTokenizerGroupError)
-from bleu_spark.oracle import sacrebleu_score
+from bleu_spark.metrics.bleu.oracle import sacrebleu_score
 from bleu_spark.spark.inputs import scoring_input
 from bleu_spark.spark.io import InputTable
 from bleu_spark.spark.job import JobOptions, partial_sums_frame, run_job, score_dataframe

@@ -17,7 +17,7 @@ from bleu_spark.metrics.bleu.stats import segment_statistics, stats_names
 from bleu_spark.tokenizers import LineTokenizer
 from conftest import ROOT, random_sentences
 from matching import assert_matches_sacrebleu
-from bleu_spark.oracle import sacrebleu_score
+from bleu_spark.metrics.bleu.oracle import sacrebleu_score
 
 
 def measured(rng, n, tokenize="13a", lowercase=False, **groups):
