@@ -86,6 +86,9 @@ class Metric(ABC):
     title: ClassVar[str]                     # how a score is titled (axis, console)
     higher_is_better: ClassVar[bool] = True
     uses_tokenizer: ClassVar[bool] = False   # statistics follow the row's tokenizer (--tokenize)
+    # With `uses_tokenizer`: the statistic column counting reference tokens, from which a run
+    # sees text without spaces tokenized as if it had them (`languages.spaceless_warning`).
+    reference_tokens: ClassVar[Optional[str]] = None
     bands: ClassVar[Tuple[Band, ...]] = ()   # interpretation bands, highest first; () for none
     # Where the bands come from, as (text, address): a reader weighs a band by its source.
     bands_source: ClassVar[Tuple[str, str]] = ("", "")

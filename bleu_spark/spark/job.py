@@ -368,25 +368,28 @@ def tokenizers_by_pair(stats: pa.Table, options: JobOptions) -> Optional[dict]:
 
 def tokenizer_warnings(stats: pa.Table, options: JobOptions, tokenizers: Optional[dict]) -> List[str]:
     """A warning for each pair scored with 13a for want of a target language the tokenizer table
-    knows, when its BLEU references look like text without spaces (config.spaceless_warning)."""
+    knows, when its references look like text without spaces (languages.spaceless_warning),
+    counted by the first measured metric that tokenizes and counts reference tokens."""
     column = options.langpair_col
-    if "ref_len" not in stats.column_names:
+    counting = [m for m in options.measured if m.uses_tokenizer and m.reference_tokens]
+    if not counting:
         return []
-    bleu = stats.filter(pc.equal(stats["metric"], "bleu"))
+    metric, tokens = counting[0].name, counting[0].reference_tokens
+    rows = stats.filter(pc.equal(stats["metric"], metric))
     if options.text.tokenize == AUTO and column not in stats.column_names:
         # No pair column: every row got 13a, which Japanese or Chinese text would not want.
-        warning = spaceless_warning(None, DEFAULT_TOKENIZER, pc.sum(bleu["n_segments"]).as_py(),
-                                    pc.sum(bleu["ref_len"]).as_py(),
+        warning = spaceless_warning(None, DEFAULT_TOKENIZER, pc.sum(rows["n_segments"]).as_py(),
+                                    pc.sum(rows[tokens]).as_py(),
                                     subject=f"the input (no {column!r} column)")
         return [warning] if warning else []
     if not tokenizers:
         return []
-    sums = bleu.group_by([column]).aggregate([("n_segments", "sum"), ("ref_len", "sum")])
+    sums = rows.group_by([column]).aggregate([("n_segments", "sum"), (tokens, "sum")])
     warnings = []
     for row in sums.to_pylist():
         pair = row[column]
         warning = spaceless_warning(pair, tokenizers["" if pair is None else pair],
-                                    row["n_segments_sum"], row["ref_len_sum"])
+                                    row["n_segments_sum"], row[f"{tokens}_sum"])
         warnings += [warning] if warning else []
     return warnings
 

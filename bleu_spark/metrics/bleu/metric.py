@@ -234,6 +234,7 @@ class Bleu(Metric):
     bands_source = ("the rough guide of Google Cloud's AutoML Translation documentation, "
                     "\"Evaluating models\"", "https://cloud.google.com/translate/automl/docs/evaluate")
     uses_tokenizer = True
+    reference_tokens = "ref_len"
     result_types = {"score": pa.float64(), "counts": pa.list_(pa.int64()),
                     "totals": pa.list_(pa.int64()), "precisions": pa.list_(pa.float64()),
                     "bp": pa.float64(), "ratio": pa.float64(), "sys_len": pa.int64(),
