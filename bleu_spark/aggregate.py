@@ -50,6 +50,11 @@ class AggregateOptions:
             raise UsageError("give --group-by or --grouping-sets, not both")
         # Checked now, before any reading, as far as they can be without the statistics (each
         # metric checks its own); the pairing rules are score's (Resampling's).
+        taken = {o.key for o in settings.declared() if settings.AGGREGATE in o.commands}
+        others = sorted(set(dict(self.choices)) - taken)
+        if others:  # measuring options are the statistics' own: changing them needs a new score run
+            raise UsageError(f"aggregate does not take {', '.join(others)}: the statistics were "
+                             f"measured with theirs")
         metrics.checked_choices(dict(self.choices))
         Resampling(confidence=self.confidence, paired_bs=self.paired_bs, baseline=self.baseline)
         if self.output:
