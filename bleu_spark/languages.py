@@ -4,6 +4,7 @@ for a pair's target language, and the warning for a pair whose text looks unspac
 target is unknown."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -123,17 +124,24 @@ def check_tokenizer(tokenize: str) -> None:
 
 
 def require_spm_model(tokenizer: str, spm_model: Optional[str]) -> str:
-    """The SentencePiece model a tokenizer needs, loaded once here, on the driver: a missing file
-    or one that is not a model fails now with one line, not on every executor as a traceback."""
+    """The SentencePiece model a tokenizer needs, loaded here, on the driver: a missing file or
+    one that is not a model fails now with one line, not on every executor as a traceback."""
     if not spm_model:
         raise ModelFileError(f"tokenizer {tokenizer} needs a SentencePiece model file: "
                              f"pass --spm-model PATH (executors cannot download it)")
     if not os.path.isfile(spm_model):
         raise ModelFileError(f"SentencePiece model file not found: {spm_model}")
+    _load_model(tokenizer, os.path.abspath(spm_model), os.stat(spm_model).st_mtime_ns)
+    return spm_model
+
+
+@functools.lru_cache(maxsize=16)
+def _load_model(tokenizer: str, path: str, mtime_ns: int) -> None:
+    """Loads a model once a process: the options objects that check it (BLEU's, the run's text
+    settings, copies made with `dataclasses.replace`) would each load it again."""
     from .tokenizers import build_tokenizer
 
-    build_tokenizer(tokenizer, spm_model)
-    return spm_model
+    build_tokenizer(tokenizer, path)
 
 
 @dataclass(frozen=True)
