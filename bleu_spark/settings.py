@@ -11,6 +11,7 @@ The run's own options are declared here; each metric declares its options in its
 """
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from dataclasses import dataclass
@@ -216,9 +217,10 @@ def metric_options() -> Dict[str, Tuple[str, ...]]:
     return readers
 
 
+@functools.lru_cache(maxsize=None)
 def declared() -> Tuple[Option, ...]:
     """Every option: the run's and each metric's (a metric's shared by another once), in help
-    group order."""
+    group order. Made once: the registry does not change in a process."""
     from .metrics import REGISTRY
 
     options = {o.key: o for o in RUN_OPTIONS}
