@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from .errors import BleuSparkError, InvalidRowsError, UsageError
 from .languages import TextSettings
 from .metrics.bleu import BleuConfig, BleuResult, GroupTotals, segment_statistics
-from .rows import REASONS, rejection_reasons
+from .rows import REASONS, present_references, rejection_reasons
 from .tokenizers import LineTokenizer
 
 __version__ = "0.1.0"
@@ -69,9 +69,10 @@ def corpus_score(candidates: Sequence[Optional[str]],
     stats = [measured.segment_statistics(candidates.slice(start, BATCH_ROWS),
                                          references.slice(start, BATCH_ROWS), tokenizer)
              for start in range(0, len(candidates), BATCH_ROWS)]
-    counts = [sum(ref is not None for ref in refs) for refs in references.to_pylist()]
+    counts = np.bincount(present_references(references)[1], minlength=len(references))
     row = {**measured.measurement(), "n_segments": len(candidates), "tokenize": tokenize,
-           "min_refs": min(counts, default=0), "max_refs": max(counts, default=0),
+           "min_refs": int(counts.min()) if len(counts) else 0,
+           "max_refs": int(counts.max(initial=0)),
            "tokenizer_signature": tokenizer.signature() if tokenizer else None}
     shown = type(measured).from_measurement(row, values)
     sums = measured.combined(np.concatenate(stats) if stats else np.zeros((0, measured.width), np.int64))

@@ -56,3 +56,10 @@ def test_corpus_score_refuses_what_it_cannot_score():
         corpus_score(["a"], [["a"]], metric="chrf", chrf_beta=-1)
     with pytest.raises(InvalidRowsError, match="segment 1"):
         corpus_score(["a", None], [["a"], ["b"]], metric="ter")
+
+
+def test_corpus_score_counts_references_as_sacrebleu_does():
+    """A missing reference (None) makes the count of references vary: `nrefs:var`."""
+    candidates, references = ["the cat sat", "a dog"], [["the cat sat", None], ["a dog", "one dog"]]
+    assert corpus_score(candidates, references) == corpus_bleu(candidates, references).to_dict()
+    assert corpus_score(candidates, references, metric="chrf")["signature"].startswith("nrefs:var|")
