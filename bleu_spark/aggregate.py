@@ -139,8 +139,9 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
             stats = segments.summed(stats, [*finest, *statstable.MEASUREMENT], options.resamples)
         resampling = saved_resampling(options, stats)  # of the rows as saved: before any sum
         stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
-        config = metrics.checked_choices(dict(options.choices), stats.select(
-            [c for c in statstable.MEASUREMENT if c in stats.column_names]).to_pylist())
+        measured = [c for c in statstable.MEASUREMENT if c in stats.column_names]
+        config = metrics.checked_choices(  # against each distinct measurement, not each group
+            dict(options.choices), stats.select(measured).group_by(measured).aggregate([]).to_pylist())
         scores = scoring.score_sets(stats, sets, config, resampling)
         paired, warnings = None, []
         if options.paired_bs:
