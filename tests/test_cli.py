@@ -9,7 +9,7 @@ import pytest
 
 from bleu_spark import BleuConfig
 from bleu_spark.cli import build_parser, effective_settings, job_options, main
-from bleu_spark.errors import ConfigFileError
+from bleu_spark.errors import ConfigFileError, UsageError
 from conftest import ROOT, SAMPLE
 from matching import assert_matches_sacrebleu
 from test_spark_job import oracle_by_group
@@ -139,3 +139,12 @@ def test_the_console_script_starts_its_jvm_quiet_and_with_the_first_jit_tier(tmp
     assert result.returncode == 0, result.stderr[-3000:]
     command = next(l for l in result.stderr.splitlines() if l.startswith("Spark Command:"))
     assert "-XX:TieredStopAtLevel=1" in command.split() and "log4j2-quiet.properties" in command
+
+
+def test_aggregate_options_refuse_a_measuring_option():
+    """`aggregate` scores saved statistics: an option that changes what was measured cannot apply."""
+    from bleu_spark.aggregate import AggregateOptions
+
+    with pytest.raises(UsageError, match="aggregate does not take chrf_beta, lowercase: the statistics"):
+        AggregateOptions(stats="unused", choices=(("lowercase", True), ("chrf_beta", 1)))
+    assert AggregateOptions(stats="unused", choices=(("smooth_method", "floor"),)).choices
