@@ -11,7 +11,6 @@ from typing import List, Optional
 
 from . import __version__
 from . import console, settings
-from .metrics.bleu import BleuConfig
 from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
 
 PROG = console.PROG
@@ -190,7 +189,6 @@ def unused_option_warnings(values: dict) -> List[str]:
 def job_options(values: dict):
     from .spark.job import JobOptions
 
-    config = BleuConfig.from_settings(values)
     group_by = values["group_by"]
     return JobOptions(
         input=values["input"], output=values["output"],
@@ -201,7 +199,8 @@ def job_options(values: dict):
         on_invalid=values["on_invalid"], progress_seconds=values["progress_seconds"],
         colocate_references=values["colocate_references"], scan=values["scan"],
         grouping_sets=values["grouping_sets"], partition_by=tuple(values["partition_by"] or ()),
-        report=bool(values["report"]), config=config, resampling=resampling_options(values),
+        report=bool(values["report"]), tokenize=values["tokenize"],
+        spm_model=values["spm_model"], resampling=resampling_options(values),
         metrics=tuple(values["metrics"]), segments=bool(values["segments"]),
         segments_columns=tuple(values["segments_columns"] or ()),
         allow_empty_input=bool(values["allow_empty_input"]),

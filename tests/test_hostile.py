@@ -48,8 +48,9 @@ def test_job_file_booleans_and_nulls_are_taken_as_meant(tmp_path):
                    "max_ngram_order: null\nsmooth_value: null\nweights: '0.25,0.25,0.25,0.25'\n"
                    "group_by: []\nprogress_seconds: 5\n")
     options = job_options(effective_settings(build_parser().parse_args(["score", "--config", str(job)])))
-    assert options.config.lowercase is False and options.config.effective_order is True
-    assert options.config.max_ngram_order == 4 and options.group_by == ()
+    (bleu,) = options.measured
+    assert bleu.config.lowercase is False and bleu.config.effective_order is True
+    assert bleu.config.max_ngram_order == 4 and options.group_by == ()
     assert options.progress_seconds == 5
 
 
@@ -233,12 +234,11 @@ def test_invalid_utf8_reason_for_whole_arrays():
 @pytest.mark.parametrize("tokenize", ["13a", "intl"])
 def test_invalid_utf8_rows_are_quarantined_and_the_rest_scored_as_sacrebleu(spark, tmp_path, tokenize):
     import sacrebleu
-    from bleu_spark import BleuConfig
     from bleu_spark.spark.job import JobOptions, run_job
 
     path = utf8_table(tmp_path / "in.parquet")
     result = run_job(spark, JobOptions(input=path, output=str(tmp_path / "out"), on_invalid="quarantine",
-                                       config=BleuConfig(tokenize=tokenize)))
+                                       tokenize=tokenize))
     assert result.run["rows"]["rejected_by_reason"] == {"invalid_utf8": 2}
     good = [(c.decode(), [r.decode() for r in rs]) for i, (c, rs) in enumerate(UTF8_ROWS) if i not in (2, 4)]
     theirs = sacrebleu.BLEU(tokenize=tokenize).corpus_score(

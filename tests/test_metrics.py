@@ -404,7 +404,7 @@ def test_metrics_and_their_options_from_flags_and_the_job_file(tmp_path):
     args = cli.build_parser().parse_args(["score", "--config", str(job), "--chrf-char-order", "4"])
     options = cli.job_options(cli.effective_settings(args))
     assert options.metrics == ("chrf++", "ter")
-    measured = metrics.configured(options.metrics, dict(options.metric_settings), options.config)
+    measured = options.measured
     assert (measured[0].options.char_order, measured[0].options.beta, measured[0].options.word_order) == (4, 3, 2)
     assert measured[1].options.case_sensitive
     args = cli.build_parser().parse_args(["score", "--input", "x", "--output", "y", "--metrics", "bleu,chrf"])

@@ -6,7 +6,7 @@ import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -18,7 +18,6 @@ from pyspark.sql import types as T
 
 from .. import compiled, scoring, segments, settings, statstable, store
 from ..languages import DEFAULT_TOKENIZER, TextSettings, spaceless_warning
-from ..metrics.bleu import BleuConfig
 from ..settings import AUTO
 from ..errors import EmptyInputError, InvalidRowsError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
@@ -60,10 +59,11 @@ class JobOptions:
     colocate_references: str = settings.default("colocate_references")  # shuffle rows sharing references?
     scan: str = settings.default("scan")                # auto: Python workers read local files
     progress_seconds: float = settings.default("progress_seconds")  # 0: no progress lines
-    config: BleuConfig = field(default_factory=BleuConfig)
+    tokenize: str = settings.default("tokenize")       # the text settings every metric reads
+    spm_model: Optional[str] = settings.default("spm_model")
     resampling: Resampling = field(default_factory=Resampling)
     metrics: Tuple[str, ...] = DEFAULT_METRICS          # measured in one pass, by registry name
-    metric_settings: Tuple[Tuple[str, Any], ...] = ()   # other metrics' options, e.g. chrf_beta
+    metric_settings: Tuple[Tuple[str, Any], ...] = ()   # metrics' options, e.g. lowercase, chrf_beta
     segments: bool = False                              # also write DIR/segments/, a row a segment
     segments_columns: Tuple[str, ...] = ()              # input columns the segments table carries
     allow_empty_input: bool = False                     # no input row: exit 15 unless allowed
@@ -75,10 +75,10 @@ class JobOptions:
 
     def __post_init__(self):
         object.__setattr__(self, "metrics", parse_names(self.metrics))
-        measured = configured(self.metrics, dict(self.metric_settings), self.config)
+        measured = configured(self.metrics, self.choices, None)
         object.__setattr__(self, "measured", measured)
         object.__setattr__(self, "text", TextSettings(
-            self.config.tokenize, self.config.spm_model,
+            self.tokenize, self.spm_model,
             any(m.lowercase_tokens for m in measured if m.uses_tokenizer)))
         if self.resampling.method == SACREBLEU and self.resampling.active \
                 and not (self.segment_key or self.join_on):
@@ -100,6 +100,12 @@ class JobOptions:
             raise UsageError("--segments-columns is only used with --segments")
         if self.segments and not self.output:
             raise UsageError("--segments needs --output DIR: the segments table is written there")
+
+    @property
+    def choices(self) -> dict:
+        """The run's option values every metric reads its own from (those not given take their
+        declared defaults): the text settings and the metrics' options."""
+        return {**dict(self.metric_settings), "tokenize": self.tokenize, "spm_model": self.spm_model}
 
 
 @dataclass
@@ -127,20 +133,28 @@ def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> Dat
         *[F.sum(s).alias(s) for s in stats], *no_samples)
 
 
-def score_dataframe(df: DataFrame, config: Optional[BleuConfig] = None,
+def score_dataframe(df: DataFrame, config: Any = None,
                     group_by: Optional[Sequence[str]] = None, **options) -> List[dict]:
     """Scores per group of a DataFrame, no files written; unscorable rows raise.
 
     `options` are JobOptions fields (candidate_col, references_cols, references, join_on,
-    grouping_sets, ...) or BleuConfig fields (tokenize, lowercase, ...).
+    grouping_sets, tokenize, ...) or the metrics' options by their job-file keys (lowercase,
+    smooth_method, chrf_beta, ...); `config`, a metric's options object (`BleuConfig`), gives
+    its fields as such keys.
     """
+    if config is not None:
+        options = {**asdict(config), **options}
     job_fields = {f.name for f in fields(JobOptions) if f.init}
-    bleu = {k: v for k, v in options.items() if k not in job_fields}
+    metric_keys = settings.metric_options()
+    unknown = sorted(k for k in options if k not in job_fields and k not in metric_keys)
+    if unknown:
+        raise UsageError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
     job = {k: v for k, v in options.items() if k in job_fields}
     options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
-                         config=config or BleuConfig(**bleu), **job)
+                         metric_settings=tuple((k, v) for k, v in options.items() if k in metric_keys),
+                         **job)
     measurement = Measurement(df.sparkSession, io.InputTable(df.sparkSession, options.input, df), options)
-    return scoring.score_sets(measurement.stats, measurement.sets, options.config,
+    return scoring.score_sets(measurement.stats, measurement.sets, options.choices,
                               options.resampling, measurement.segments)
 
 
@@ -317,11 +331,11 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         measurement.warnings = [*options.warnings, *measurement.warnings, *advice]
         tokenizers = tokenizers_by_pair(measurement.stats, options)
         measurement.warnings += tokenizer_warnings(measurement.stats, options, tokenizers)
-        scores = scoring.score_sets(measurement.stats, measurement.sets, options.config,
+        scores = scoring.score_sets(measurement.stats, measurement.sets, options.choices,
                                     resampling, measurement.segments, options.partition_by)
         paired = None
         if resampling.paired_bs or resampling.paired_ar:
-            paired, missing = scoring.paired_rows(measurement.stats, measurement.sets, options.config,
+            paired, missing = scoring.paired_rows(measurement.stats, measurement.sets, options.choices,
                                                   resampling, measurement.segments)
             resampling.check_baseline(statstable.scored_values(measurement.stats, "system"))
             measurement.warnings += missing
@@ -334,7 +348,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             if measurement.rejected:
                 write_rejected(measurement.rejected_frame(), output, options.partition_by)
             drill = _drilldown(spark, plan, schema, resampling) if options.report else None
-            scoring.write_views(output, measurement.stats, scores, measurement.sets, options.config,
+            scoring.write_views(output, measurement.stats, scores, measurement.sets, options.choices,
                                 run, options.report, resampling, measurement.segments, paired, drill)
             timings["write_s"] = time.time() - write_start
         timings["total_s"] = time.time() - started
@@ -344,7 +358,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             # the commit's lock, before any move, so a group it cannot score leaves DIR as it was.
             hashed = resampling if resampling.method == POISSON else None
             report = (lambda staged: scoring.write_partitioned_report(
-                staged, measurement.stats, measurement.sets, options.config, run, hashed, drill)) \
+                staged, measurement.stats, measurement.sets, options.choices, run, hashed, drill)) \
                 if options.report and options.partition_by else None
             output.commit(run, report)
         return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyspark
 from pyspark.sql import SparkSession
 
-from .. import record
+from .. import metrics, record
 
 if TYPE_CHECKING:
     from .job import JobOptions, Measurement
@@ -35,7 +35,7 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
         **record.grouping(measurement.plan.group_cols, measurement.sets, options.partition_by),
         "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
                     "langpair": options.langpair_col},
-        "on_invalid": options.on_invalid, "config": asdict(options.config),
+        "on_invalid": options.on_invalid, "config": metrics.config_record(options.choices),
         "metrics": [{"metric": m.name, **m.measurement()} for m in measurement.plan.measured],
         "resampling": asdict(options.resampling) if options.resampling.active else None,
         "rows": {"read": rows_read, "scored": n_scored, "rejected": n_rejected,
