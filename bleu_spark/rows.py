@@ -8,6 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .errors import InvalidRowsError, UsageError
+
 NULL_CANDIDATE = "null_candidate"
 NO_REFERENCE = "no_reference"              # the references are null, empty, or all null
 NO_REFERENCE_ROW = "no_reference_row"      # joined references: no row matches the candidate
@@ -16,6 +18,8 @@ DUPLICATE_SEGMENT = "duplicate_segment"    # a (group, segment key) seen more th
 INVALID_UTF8 = "invalid_utf8"              # the candidate or a reference is not valid UTF-8
 UNMATCHED_REFERENCE = "unmatched_reference"  # a reference row no candidate uses (reported only)
 JSON_LIST_REFERENCE = "json_list_reference"  # a reference string that is a JSON list of strings
+
+BATCH_ROWS = 10_000  # segments counted at once by the in-process API
 
 REASONS = {
     NULL_CANDIDATE: "the candidate is null",
@@ -124,3 +128,23 @@ def rejection_reasons(candidates: pa.Array, references: pa.Array,
                                                pc.if_else(pa.array(json_list),
                                                           pa.scalar(JSON_LIST_REFERENCE), none))))
     return reasons if found is None else pc.coalesce(found, reasons)
+
+
+def checked_rows(candidates, references) -> tuple:
+    """The rows as Arrow arrays; one line naming the first unscorable row, if any."""
+    if len(candidates) != len(references):
+        raise UsageError(f"{len(candidates)} candidates but {len(references)} reference lists")
+    candidates = pa.array(candidates, pa.string())
+    references = pa.array([None if refs is None else list(refs) for refs in references],
+                          pa.list_(pa.string()))
+    reasons = rejection_reasons(candidates, references)
+    if reasons.null_count < len(reasons):
+        i = pc.index(pc.is_valid(reasons), True).as_py()
+        raise InvalidRowsError(f"segment {i}: {REASONS[reasons[i].as_py()]} ({reasons[i].as_py()})")
+    return candidates, references
+
+
+def batches(candidates: pa.Array, references: pa.Array):
+    """The rows BATCH_ROWS at a time: memory stays bounded for any corpus size."""
+    for start in range(0, len(candidates), BATCH_ROWS):
+        yield candidates.slice(start, BATCH_ROWS), references.slice(start, BATCH_ROWS)

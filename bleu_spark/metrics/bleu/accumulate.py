@@ -1,14 +1,17 @@
-"""Summed statistics of one group, and its score: shared by the Python API and the Spark job."""
+"""Summed statistics of one group, and its score: shared by the Python API (`corpus_bleu`) and
+the Spark job."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List
+from typing import List, Optional, Sequence
 
+from ...rows import batches, checked_rows
+from ...tokenizers import LineTokenizer
 from .metric import BleuResult, build_result
 from .options import BleuConfig
 from ..base import nrefs_label
 from .signature import bleu_signature
-from .stats import SegmentStatistics, stats_width
+from .stats import SegmentStatistics, segment_statistics, stats_width
 
 
 @dataclass
@@ -34,3 +37,23 @@ class GroupTotals:
         signature = bleu_signature(config, nrefs_label(self.min_refs, self.max_refs),
                                    tokenizer_signature)
         return build_result(self.stats, config, self.n_segments, tokenize, signature)
+
+
+def corpus_bleu(candidates: Sequence[Optional[str]],
+                references: Sequence[Sequence[Optional[str]]],
+                langpair: Optional[str] = None,
+                config: Optional[BleuConfig] = None, **options) -> BleuResult:
+    """Corpus BLEU of `candidates[i]` against `references[i]` (a list per segment).
+
+    A None reference is a missing one, '' an empty one, as in sacrebleu. Options are
+    BleuConfig's fields (tokenize, lowercase, smooth_method, ...). Unlike sacrebleu's API, lists
+    of different lengths and unscorable rows raise instead of being dropped.
+    """
+    config = config or BleuConfig(**options)
+    candidates, references = checked_rows(candidates, references)
+    tokenize = config.tokenizer_for(langpair)
+    tokenizer = LineTokenizer(tokenize, config.lowercase, config.spm_model)
+    totals = GroupTotals(config.max_ngram_order)
+    for batch in batches(candidates, references):
+        totals.add(segment_statistics(*batch, tokenizer, config.max_ngram_order))
+    return totals.result(config, tokenize, tokenizer.signature())
