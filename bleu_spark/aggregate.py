@@ -67,8 +67,8 @@ class AggregateOptions:
     @property
     def kept_columns(self) -> Optional[Tuple[str, ...]]:
         """The group columns asked for; None: the table's own."""
-        sets = self.grouping_sets if self.grouping_sets is not None else \
-            [self.group_by] if self.group_by is not None else None
+        sets = (self.grouping_sets if self.grouping_sets is not None
+                else [self.group_by] if self.group_by is not None else None)
         return None if sets is None else tuple(dict.fromkeys(c for s in sets for c in s))
 
     @property

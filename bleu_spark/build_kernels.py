@@ -68,8 +68,8 @@ def dispatchers():
     for name in KERNEL_MODULES:
         module = importlib.import_module(name)
         for attr, value in vars(module).items():
-            if hasattr(value, "signatures") and hasattr(value, "py_func") \
-                    and value.py_func.__module__ == name:
+            if (hasattr(value, "signatures") and hasattr(value, "py_func")
+                    and value.py_func.__module__ == name):
                 yield f"{name}.{attr}", value
 
 
@@ -87,8 +87,8 @@ def main() -> int:
     from . import compiled
 
     cpu = os.environ.get("NUMBA_CPU_NAME")
-    if os.environ.get("BLEU_SPARK_BUILD_KERNELS") != "1" or cpu not in compiled.BUILT_CPUS \
-            or os.environ.get("NUMBA_CPU_FEATURES", "") != "":
+    if (os.environ.get("BLEU_SPARK_BUILD_KERNELS") != "1" or cpu not in compiled.BUILT_CPUS
+            or os.environ.get("NUMBA_CPU_FEATURES", "") != ""):
         print(f"build_kernels: run with BLEU_SPARK_BUILD_KERNELS=1, NUMBA_CPU_NAME one of "
               f"{', '.join(compiled.BUILT_CPUS)} and NUMBA_CPU_FEATURES empty", file=sys.stderr)
         return 2

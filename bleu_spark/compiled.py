@@ -216,8 +216,8 @@ def built_here() -> bool:
     the built folder has kernels for this Python written by this numba version. Imports no
     numba (the driver of a Spark run asks, and runs no kernel)."""
     version = _numba_version()
-    if version is None or os.environ.get("BLEU_SPARK_PURE_PYTHON") == "1" \
-            or not os.path.isdir(BUILT):
+    if (version is None or os.environ.get("BLEU_SPARK_PURE_PYTHON") == "1"
+            or not os.path.isdir(BUILT)):
         return False
     tag = f".py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}.nbi"
     index = next((f for f in sorted(os.listdir(BUILT)) if f.endswith(tag)), None)

@@ -22,7 +22,6 @@ from typing import Dict, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import metrics, statstable, store
@@ -100,8 +99,8 @@ def rows_table(groups: Dict[str, pa.Array], measurement: Dict[str, pa.Array], n_
               "segment_fingerprint": pa.array(fingerprints), "min_refs": refs, "max_refs": refs}
     table = statstable.build(groups, measurement, counts, stats)
     table = table.drop_columns(list(statstable.SAMPLES))  # derived from the hash when needed
-    return table.append_column(SENTENCE_SCORE, pa.array(scores, pa.float64())) \
-                .append_column(SEGMENT_HASH, pa.array(hashes.astype(np.int64)))
+    return (table.append_column(SENTENCE_SCORE, pa.array(scores, pa.float64()))
+            .append_column(SEGMENT_HASH, pa.array(hashes.astype(np.int64))))
 
 
 def summed(table: pa.Table, keys: Sequence[str], resample: bool) -> pa.Table:
@@ -132,8 +131,8 @@ def with_replicate_sums(table: pa.Table, keys: Sequence[str], n_replicates: int,
     the scoring pass would keep for it: every segment weighted by the Poisson(1) weights drawn
     from its hash. Equal to a run grouped by `keys`, whatever slice the rows are."""
     keys = list(keys)
-    groups = table.select(keys).append_column("_row", pa.array(np.arange(table.num_rows))) \
-        .group_by(keys, use_threads=False).aggregate([("_row", "list")])
+    groups = (table.select(keys).append_column("_row", pa.array(np.arange(table.num_rows)))
+              .group_by(keys, use_threads=False).aggregate([("_row", "list")]))
     members = groups["_row_list"].to_pylist()
     group_of = np.empty(table.num_rows, np.int64)
     for g, rows in enumerate(members):

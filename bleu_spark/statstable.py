@@ -248,8 +248,8 @@ def ragged_list_column(rows: Sequence[Optional[np.ndarray]]) -> pa.ChunkedArray:
         part = rows[start:stop]
         kept = np.array([r is not None for r in part], bool)
         offsets = np.concatenate([[0], np.cumsum([_size(r) for r in part])]).astype(np.int32)
-        flat = np.concatenate([np.asarray(r, np.int64).reshape(-1) for r in part if r is not None]) \
-            if kept.any() else np.zeros(0, np.int64)
+        flat = (np.concatenate([np.asarray(r, np.int64).reshape(-1) for r in part if r is not None])
+                if kept.any() else np.zeros(0, np.int64))
         chunks.append(pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, pa.int64()),
                                                mask=pa.array(~kept)))
         start = stop
@@ -383,8 +383,8 @@ def upgraded(table: pa.Table) -> pa.Table:
     both = pa.concat_tables([table.select(keys).append_column("_rep", pa.nulls(table.num_rows, pa.bool_())),
                              replicates.select(keys).append_column("_rep", pa.repeat(True, replicates.num_rows))])
     matrix = np.column_stack([pc.fill_null(replicates[c], 0).to_numpy() for c in names])
-    rows = both.append_column("_row", pa.array(np.arange(both.num_rows))).group_by(keys, use_threads=False) \
-        .aggregate([("_row", "list")])["_row_list"].to_pylist()
+    rows = (both.append_column("_row", pa.array(np.arange(both.num_rows)))
+            .group_by(keys, use_threads=False).aggregate([("_row", "list")])["_row_list"].to_pylist())
     packed = [None] * table.num_rows
     for members in rows:
         own = [r for r in members if r < table.num_rows]
