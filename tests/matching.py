@@ -1,5 +1,15 @@
-"""The one comparison every oracle test makes: our result against sacrebleu's, field by field."""
+"""The one comparison every oracle test makes: our result against sacrebleu's, field by field;
+and sacrebleu's own metrics, by the job's metric names, for every test that asks sacrebleu."""
 import math
+from collections import defaultdict
+from functools import partial
+
+from sacrebleu.metrics import BLEU, CHRF, TER
+
+from bleu_spark.oracle import reference_streams, sacrebleu_sums
+
+# sacrebleu's metric of each of the job's metric names; options take sacrebleu's argument names.
+SACREBLEU_METRICS = {"bleu": BLEU, "chrf": CHRF, "chrf++": partial(CHRF, word_order=2), "ter": TER}
 
 TOLERANCE = 1e-9
 
@@ -39,3 +49,36 @@ def assert_tokens_are_sacrebleus(name, lines, lowercase=False):
     ours, theirs = line_tokens(name, lines, lowercase), sacrebleu_tokens(name, lines, lowercase)
     for line, mine, its in zip(lines, ours, theirs):
         assert mine == its, (line, mine, its)
+
+
+def sacrebleu_metric(name, **options):
+    """sacrebleu's own metric for the job's metric `name` (`chrf++` is `CHRF(word_order=2)`)."""
+    return SACREBLEU_METRICS[name](**options)
+
+
+def sacrebleu_corpus(name, candidates, references, **options):
+    """sacrebleu's corpus score of rows with per-segment reference lists, and its signature."""
+    metric = sacrebleu_metric(name, **options)
+    return metric.corpus_score(list(candidates), reference_streams(references)), str(metric.get_signature())
+
+
+def by_group(rows, keys=("langpair", "system")):
+    """Rows (dicts) by the values of `keys`, in order of first appearance."""
+    groups = defaultdict(list)
+    for row in rows:
+        groups[tuple(row[k] for k in keys)].append(row)
+    return groups
+
+
+def sacrebleu_by_group(rows, name, keys=("langpair", "system"), **options):
+    """Per group of rows (dicts with candidate, references): sacrebleu's corpus score, its
+    segment statistics summed in the form of the job's statistics table, and its signature.
+    The score is `corpus_score`'s own: the same statistics through `_aggregate_and_compute`."""
+    out = {}
+    for key, group in by_group(rows, keys).items():
+        metric = sacrebleu_metric(name, **options)
+        stats = metric._extract_corpus_statistics(
+            [r["candidate"] for r in group], reference_streams([r["references"] for r in group]))
+        out[key] = (metric._aggregate_and_compute(stats), sacrebleu_sums(metric, stats),
+                    str(metric.get_signature()))
+    return out

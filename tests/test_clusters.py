@@ -6,7 +6,6 @@ import random
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import _bootstrap_resample
 from sacrebleu.utils import sum_of_lists
 
@@ -15,6 +14,7 @@ from bleu_spark.oracle import reference_streams
 from bleu_spark.resampling import (DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, SACREBLEU, Resampling,
                                    clusters, scores_of_sums)
 from conftest import SAMPLE
+from matching import sacrebleu_metric
 from test_bootstrap import sample_systems
 
 SEGMENT_KEY = ("testset", "langpair", "seg_id")
@@ -92,8 +92,8 @@ def test_separated_systems_get_clusters_of_their_own_and_overlapping_ones_share(
 
 def theirs(metric_name, langpair):
     if metric_name == "bleu":
-        return BLEU(tokenize="zh" if langpair.endswith("-zh") else "13a")
-    return CHRF() if metric_name == "chrf" else TER()
+        return sacrebleu_metric("bleu", tokenize="zh" if langpair.endswith("-zh") else "13a")
+    return sacrebleu_metric(metric_name)
 
 
 @pytest.mark.spark

@@ -3,27 +3,24 @@ end to end against sacrebleu 2.6's CHRF on every (language pair, system) group o
 and TER against its TER on a slice of it; each non-default chrF and TER option on every 40th row."""
 import json
 import random
-from collections import defaultdict
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from sacrebleu.metrics.chrf import CHRF
-from sacrebleu.metrics.ter import TER
 
 from bleu_spark import BleuConfig, cli, metrics, scoring, statstable
 from bleu_spark.console import format_table
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
 from bleu_spark.errors import UsageError
-from bleu_spark.oracle import reference_streams, sacrebleu_sums
+from bleu_spark.oracle import reference_streams
 from bleu_spark.scoring.tables import SCORE_TYPES, dashboard_table, group_fields, scores_table
 from conftest import SAMPLE
+from matching import sacrebleu_by_group, sacrebleu_metric
 
 TOLERANCE = 1e-9
 ALL = tuple(metrics.REGISTRY)
-SACREBLEU_OPTIONS = {"chrf": {}, "chrf++": {"word_order": 2}}
 
 
 def default_metric(name):
@@ -135,7 +132,7 @@ def test_sentence_scores_are_sacrebleus():
     words = ["the", "cat", "sat", "on", "mat", "(a)", "dog,", "Über"]
     for name in ("chrf", "chrf++", "ter"):
         metric = default_metric(name)
-        theirs = TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])
+        theirs = sacrebleu_metric(name)
         for _ in range(30):
             hyp = " ".join(rng.choices(words, k=rng.randint(0, 8)))
             refs = [" ".join(rng.choices(words, k=rng.randint(1, 8))) for _ in range(rng.randint(1, 2))]
@@ -144,34 +141,6 @@ def test_sentence_scores_are_sacrebleus():
 
 
 # --- end to end on Spark --------------------------------------------------------------------------
-
-def sacrebleu_groups(table, options):
-    groups = defaultdict(list)
-    for row in table.to_pylist():
-        groups[row["langpair"], row["system"]].append(row)
-    out = {}
-    for key, rows in groups.items():
-        metric = CHRF(**options)
-        hyps, refs = [r["candidate"] for r in rows], [r["references"] for r in rows]
-        streams = reference_streams(refs)
-        score = metric.corpus_score(hyps, streams)
-        sums = np.sum(metric._extract_corpus_statistics(hyps, streams), axis=0)
-        out[key] = (score, sums.tolist(), str(metric.get_signature()))
-    return out
-
-
-def sacrebleu_ter_groups(table, options):
-    groups = defaultdict(list)
-    for row in table.to_pylist():
-        groups[row["langpair"], row["system"]].append(row)
-    out = {}
-    for key, rows in groups.items():
-        metric = TER(**options)
-        score = metric.corpus_score([r["candidate"] for r in rows],
-                                    reference_streams([r["references"] for r in rows]))
-        out[key] = (score, str(metric.get_signature()))
-    return out
-
 
 def chrf_statistics_of(stats, name):
     rows = stats.filter(pc.equal(stats["metric"], name)).to_pylist()
@@ -192,7 +161,7 @@ def three_metrics(spark, tmp_path_factory):
 @pytest.mark.parametrize("name", ["chrf", "chrf++"])
 def test_chrf_equals_sacrebleu_on_every_group_of_the_sample(three_metrics, name):
     out, result = three_metrics
-    theirs = sacrebleu_groups(pq.read_table(SAMPLE), SACREBLEU_OPTIONS[name])
+    theirs = sacrebleu_by_group(pq.read_table(SAMPLE).to_pylist(), name)
     ours = {(r["langpair"], r["system"]): r for r in result.scores if r["metric"] == name}
     assert ours.keys() == theirs.keys() and len(ours) == 112
     summed = chrf_statistics_of(result.stats, name)
@@ -245,7 +214,7 @@ def test_non_default_chrf_options_on_a_slice(spark, tmp_path):
     result = run_job(spark, JobOptions(input=path, progress_seconds=0, metrics=("chrf",),
                                        metric_settings=tuple(settings.items())))
     options = {k[len("chrf_"):]: v for k, v in settings.items()}
-    theirs = sacrebleu_groups(table, options)
+    theirs = sacrebleu_by_group(table.to_pylist(), "chrf", **options)
     assert len(result.scores) == len(theirs)
     for row in result.scores:
         score, _, signature = theirs[row["langpair"], row["system"]]
@@ -302,7 +271,7 @@ def test_sacrebleu_replay_of_a_chrf_interval(name, monkeypatch):
     stats = metric.segment_statistics(table["candidate"], table["references"])
     monkeypatch.setenv("SACREBLEU_SEED", "7")
     ours = sacrebleu_interval(stats, metric, n_samples=200, seed=7)
-    theirs = (TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])).corpus_score(
+    theirs = sacrebleu_metric(name).corpus_score(
         hyps, reference_streams(refs), n_bootstrap=200)
     assert ours.score == pytest.approx(theirs.score, abs=TOLERANCE)
     assert ours.mean == pytest.approx(theirs._mean, abs=1e-6)
@@ -323,11 +292,11 @@ def test_ter_equals_sacrebleu_on_a_slice_of_the_sample(spark, tmp_path, settings
     result = run_job(spark, JobOptions(input=path, output=str(tmp_path / "out"), progress_seconds=0,
                                        metrics=("ter",), metric_settings=tuple(settings.items()),
                                        report=True))
-    theirs = sacrebleu_ter_groups(table, {k[len("ter_"):]: v for k, v in settings.items()})
+    theirs = sacrebleu_by_group(table.to_pylist(), "ter", **{k[len("ter_"):]: v for k, v in settings.items()})
     assert len(result.scores) == len(theirs)
     assert any(r["signature"].startswith("nrefs:2") for r in result.scores)
     for row in result.scores:
-        score, signature = theirs[row["langpair"], row["system"]]
+        score, _, signature = theirs[row["langpair"], row["system"]]
         assert abs(row["score"] - score.score) <= TOLERANCE and row["signature"] == signature
         assert row["num_edits"] == score.num_edits
         assert abs(row["ref_length"] - score.ref_length) <= 1e-9
@@ -350,22 +319,6 @@ OPTION_RUNS = [
 ]
 
 
-def sacrebleu_results(table, metric_of):
-    """Per (langpair, system): sacrebleu's score, summed statistics (in the statistics table's
-    form) and signature, from the segment statistics its corpus_score sums."""
-    groups = defaultdict(list)
-    for row in table.to_pylist():
-        groups[row["langpair"], row["system"]].append(row)
-    out = {}
-    for key, rows in groups.items():
-        metric = metric_of()
-        hyps, streams = [r["candidate"] for r in rows], reference_streams([r["references"] for r in rows])
-        stats = metric._extract_corpus_statistics(hyps, streams)
-        out[key] = (metric._aggregate_and_compute(stats), sacrebleu_sums(metric, stats),
-                    str(metric.get_signature()))
-    return out
-
-
 @pytest.mark.spark
 @pytest.mark.parametrize("chrf_settings, ter_settings", OPTION_RUNS,
                          ids=lambda s: "+".join(f"{k}={v}" for k, v in s.items()))
@@ -384,8 +337,8 @@ def test_each_non_default_option_on_wmt22_rows(spark, tmp_path, chrf_settings, t
                                        metric_settings=tuple(settings.items())))
     options = {name: {k[len(name) + 1:]: v for k, v in s.items()}
                for name, s in (("chrf", chrf_settings), ("ter", ter_settings))}
-    for name, sacrebleu_class in (("chrf", CHRF), ("ter", TER)):
-        theirs = sacrebleu_results(table, lambda: sacrebleu_class(**options[name]))
+    for name in ("chrf", "ter"):
+        theirs = sacrebleu_by_group(table.to_pylist(), name, **options[name])
         ours = {(r["langpair"], r["system"]): r for r in result.scores if r["metric"] == name}
         rows = result.stats.filter(pc.equal(result.stats["metric"], name)).to_pylist()
         columns = metrics.of_row(rows[0], None).names
@@ -434,7 +387,7 @@ def test_sacrebleu_replay_of_paired_tests_of_a_metric(name, langpair, monkeypatc
     stats = {s: metric.segment_statistics(r["candidate"], r["references"]) for s, r in rows.items()}
     monkeypatch.setenv("SACREBLEU_SEED", "7")
     for test, draws in (("bs", 100), ("ar", 100)):
-        theirs_metric = TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])
+        theirs_metric = sacrebleu_metric(name)
         named = [(s, rows[s]["candidate"].to_pylist()) for s in systems]
         _, results = PairedTest(named, {name: theirs_metric}, reference_streams(refs),
                                 test_type=test, n_samples=draws)()
@@ -512,7 +465,7 @@ def test_sacrebleu_replay_of_chrf_and_ter_intervals_is_exact(name, seed, n_sampl
     stats = metric.segment_statistics(table["candidate"], table["references"])
     monkeypatch.setenv("SACREBLEU_SEED", str(seed))
     ours = sacrebleu_interval(stats, metric, n_samples=n_samples, seed=seed)
-    theirs = (TER() if name == "ter" else CHRF(**SACREBLEU_OPTIONS[name])).corpus_score(
+    theirs = sacrebleu_metric(name).corpus_score(
         hyps, reference_streams(refs), n_bootstrap=n_samples)
     assert ours.score == theirs.score
     assert ours.mean == float(theirs._mean) and ours.halfwidth == float(theirs._ci)

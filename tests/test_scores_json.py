@@ -9,23 +9,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from sacrebleu.metrics import BLEU, CHRF, TER
 
 from bleu_spark.scoring.rows import ScoreRow
 from bleu_spark.scoring.tables import json_rows
 from conftest import SAMPLE
+from matching import sacrebleu_metric
 
 METRICS = ("bleu", "chrf", "chrf++", "ter")
 
 
-def sacrebleus(name, tokenize):
-    return {"bleu": lambda: BLEU(tokenize=tokenize), "chrf": CHRF,
-            "chrf++": lambda: CHRF(word_order=2), "ter": TER}[name]()
-
-
 def sacrebleu_json(name, candidates, references, tokenize, width=2):
     """sacrebleu's JSON of one corpus score, as its command line writes it."""
-    metric = sacrebleus(name, tokenize)
+    metric = sacrebleu_metric(name, **({"tokenize": tokenize} if name == "bleu" else {}))
     score = metric.corpus_score(candidates, references)
     return json.loads(score.format(width, signature=str(metric.get_signature()), is_json=True))
 

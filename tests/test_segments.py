@@ -11,9 +11,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from sacrebleu.metrics.bleu import BLEU
-from sacrebleu.metrics.chrf import CHRF
-from sacrebleu.metrics.ter import TER
 
 from bleu_spark import statstable
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
@@ -21,10 +18,11 @@ from bleu_spark.resampling import Resampling
 from bleu_spark.errors import MissingColumnError, UsageError
 from bleu_spark.spark.job import JobOptions, run_job
 from conftest import SAMPLE
+from matching import sacrebleu_metric
 
 METRICS = ("bleu", "chrf", "chrf++", "ter")
-SENTENCE = {"bleu": lambda: BLEU(effective_order=True), "chrf": CHRF,
-            "chrf++": lambda: CHRF(word_order=2), "ter": TER}
+# sacrebleu's sentence scores: BLEU's with effective order, as `sentence_bleu`.
+SENTENCE = {"bleu": {"effective_order": True}}
 DOMAINS = ("news", "social", "ecommerce")
 SPLIT = "spark.sql.files.maxPartitionBytes"
 RESAMPLING = Resampling(confidence=True, n_bootstrap=200, seed=5)
@@ -62,13 +60,13 @@ def test_each_row_and_metric_has_its_sentence_score_as_sacrebleu(scored):
     originals = table.to_pylist()
     for metric in METRICS:
         assert sorted(by_metric[metric]) == list(range(table.num_rows))
-        theirs = SENTENCE[metric]()
+        theirs = sacrebleu_metric(metric, **SENTENCE.get(metric, {}))
         for i in picked:
             row, original = by_metric[metric][i], originals[i]
             assert (row["candidate"], row["references"], row["domain"]) == \
                 (original["candidate"], original["references"], original["domain"])
             if metric == "bleu":  # the row's own tokenizer, as sacrebleu's for its target
-                theirs = BLEU(effective_order=True, tokenize=row["tokenize"])
+                theirs = sacrebleu_metric("bleu", **SENTENCE["bleu"], tokenize=row["tokenize"])
             expected = theirs.sentence_score(original["candidate"], original["references"]).score
             assert row["sentence_score"] == pytest.approx(expected, abs=1e-9), (metric, i)
 
