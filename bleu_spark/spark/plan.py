@@ -63,6 +63,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     if options.on_invalid == "quarantine" and REASON in columns:
         raise UsageError(f"input has a column named {REASON}, the column rejected rows get in "
                          f"DIR/rejected/ beside every input column; rename it in the input")
+    per_segment_rows = segments_plan(options, columns)  # first: its column checks name the option
     auto = options.text.tokenize == AUTO and options.langpair_col in columns
     rules = [io.ColumnRule(options.candidate_col, "string", io.is_string, "--candidate-col")]
     if not options.references:
@@ -77,7 +78,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     per_segment = (tuple(c for c in (*options.join_on, *options.segment_key) if c not in group_cols)
                    if resampling.active and not poisson else ())
     return PartitionPlan(text=options.text, group_cols=group_cols,
-                         segments=segments_plan(options, columns),
+                         segments=per_segment_rows,
                          candidate_col=options.candidate_col, references_col=inputs.REFERENCES,
                          langpair_col=options.langpair_col if auto else None,
                          reason_col=inputs.ROW_REASON,
