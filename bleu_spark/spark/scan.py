@@ -6,9 +6,10 @@ batches: the JVM decoded every string into its row format and then into Arrow ag
 run paid for compiling that code and for planning SQL queries. Here each Spark task gets a list
 of Parquet row groups and reads them with pyarrow, straight to Arrow, in the Python worker; the
 tasks are plain RDD tasks (no SQL planning or code generation), and their partial sums are
-merged in a tree (on the executors, then on the driver). Spark schedules and retries the
-tasks and carries the accumulators. Its SQL engine lists and types the input only where the
-footers cannot (partition folders, files with different columns or types Spark reads its own
+merged in a tree (on the executors, then on the driver); through Spark Connect, which has no
+RDDs, they are the tasks of a `mapInArrow` over a DataFrame of task numbers (`runtime.py`).
+Spark schedules and retries the tasks and carries the counters. Its SQL engine lists and
+types the input only where the footers cannot (partition folders, files with different columns or types Spark reads its own
 way, Parquet summary files: `io.footer_schema`); otherwise it is never started.
 
 It applies to local inputs (paths every executor sees, as Spark's own reading of a local path
@@ -34,7 +35,7 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from ..errors import InputNotFoundError
 from ..hashes import reference_hashes
 from ..segments import INPUT_FILE, INPUT_ROW, POSITION
-from . import io
+from . import io, runtime
 from .inputs import scoring_tasks, user_split_bytes
 from .stats import merged_sums, output_schema, partial_sums as partition_function
 
@@ -73,11 +74,11 @@ class ArrowScan:
     def schema(self) -> pa.Schema:
         return to_arrow_schema(self.spark_schema, timezone="UTC")
 
-    def partial_sums(self, spark: SparkSession, plan, *accumulators) -> pa.Table:
+    def partial_sums(self, spark: SparkSession, plan, *counters) -> pa.Table:
         """The partition function's sums over every task, merged: one row per key. A file that
         cannot be read is exit 3, one line (found in a task, carried to the driver as its
         result: retrying cannot help, and a failed task would fill the log with its trace)."""
-        function = partition_function(plan, *accumulators)
+        function = partition_function(plan, *counters)
         schema = to_arrow_schema(output_schema(plan, self.spark_schema), timezone="UTC")
 
         def task(indices: Iterator[int]) -> Iterator[Union[pa.Table, UnreadableFile]]:
@@ -94,12 +95,11 @@ class ArrowScan:
 
         if not self.tasks:
             return schema.empty_table()
-        tasks = spark.sparkContext.parallelize(range(len(self.tasks)), len(self.tasks))
-        results = tasks.mapPartitions(task)
         if plan.replicates or plan.trials:
-            sums = _merged_by_bucket(results, merge, plan, len(self.tasks)) or schema.empty_table()
-        else:  # a few rows a group: merged in a tree, on the executors then on the driver
-            sums = results.treeReduce(merge)
+            sums = _merged_by_bucket(spark, task, merge, plan, len(self.tasks), counters) \
+                or schema.empty_table()
+        else:
+            sums = runtime.run_tasks(spark, len(self.tasks), task, merge, counters)
         if isinstance(sums, UnreadableFile):
             raise InputNotFoundError(f"file file://{sums.args[0]} cannot be read: {sums.args[1]}")
         return sums
@@ -149,7 +149,7 @@ class ArrowScan:
         return pa.ListArray.from_arrays(pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), values)
 
 
-def _merged_by_bucket(results, merge, plan, buckets: int):
+def _merged_by_bucket(spark, task, merge, plan, buckets: int, counters):
     """Partial sums that carry replicate sums (groups x B x statistics each): split by a hash
     of the group key, each bucket merged by one task, the buckets brought to the driver one at a
     time. No process ever holds more than one task's partial sums and the result (a tree of
@@ -164,8 +164,7 @@ def _merged_by_bucket(results, merge, plan, buckets: int):
             if part.num_rows:
                 yield number, part
 
-    merged = results.flatMap(split).reduceByKey(merge, numPartitions=buckets)
-    tables = [table for _, table in merged.toLocalIterator(prefetchPartitions=True)]
+    tables = runtime.run_tasks(spark, buckets, task, merge, counters, split)
     failed = [t for t in tables if isinstance(t, UnreadableFile)]
     return failed[0] if failed else pa.concat_tables(tables) if tables else None
 
@@ -254,7 +253,7 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
     split = user_split_bytes(spark)  # the user's split size is kept, as for Spark's scan
     size = sum(map(os.path.getsize, files))
     tasks = (-(-size // split) if split
-             else scoring_tasks(sum(sizes), spark.sparkContext.defaultParallelism))
+             else scoring_tasks(sum(sizes), runtime.parallelism(spark)))
     batch_rows = int(spark.conf.get(BATCH_ROWS, "10000"))
     return ArrowScan(tasks=_balanced(pieces, sizes, tasks), rows=sum(sizes), bytes=size, row_groups=len(pieces),
                      spark_schema=T.StructType(fields),

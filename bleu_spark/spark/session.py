@@ -1,4 +1,5 @@
-"""The Spark a run uses: its SparkContext at once, its SparkSession only when a step needs Spark
+"""The Spark a run uses: a Spark Connect session when the user or platform asks for one (no JVM
+in this process), else its SparkContext at once, its SparkSession only when a step needs Spark
 SQL, and the options of the JVM the console script starts itself."""
 from __future__ import annotations
 
@@ -61,8 +62,33 @@ class _SettingsBeforeSession:
         return getattr(self._spark.session.conf, name)
 
 
-def spark_session() -> OnDemandSession:
-    """Spark settings come from spark-submit, --conf and spark-defaults; local[*] only if none."""
+# What asks pyspark for a Spark Connect session, as its session builder reads it.
+CONNECT_VARIABLES = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")
+
+
+def connect_settings() -> Optional[dict]:
+    """The settings of a Spark Connect session when one is asked for, else None: `SPARK_REMOTE`
+    (or a session spark-submit started with `spark.api.mode=connect`), `SPARK_API_MODE=connect`,
+    or `spark.remote` / `spark.api.mode=connect` in spark-defaults.conf, which pyspark's builder
+    reads only from a JVM this process would not start."""
+    defaults = _spark_defaults()
+    settings = {k: defaults[k] for k in ("spark.remote", "spark.api.mode") if k in defaults}
+    if "SPARK_REMOTE" in os.environ:  # the variable wins over spark-defaults, as for pyspark
+        settings.pop("spark.remote", None)
+    api_mode = os.environ.get("SPARK_API_MODE", settings.get("spark.api.mode", "")).lower()
+    if any(v in os.environ for v in CONNECT_VARIABLES) or "spark.remote" in settings \
+            or api_mode == "connect":
+        return settings
+    return None
+
+
+def spark_session():
+    """Spark settings come from spark-submit, --conf and spark-defaults; local[*] only if none.
+    A Spark Connect session when one is asked for (`connect_settings`)."""
+    remote = connect_settings()
+    if remote is not None:
+        # The console's settings are the server's: a client sets none of them.
+        return SparkSession.builder.config(map=remote).getOrCreate()
     # Python workers run the driver's interpreter unless the platform names one
     # (spark.pyspark.python wins over this variable): the bare `python3` on PATH may lack pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
