@@ -8,13 +8,34 @@ import subprocess
 import sys
 import time
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from bleu_spark import cli
+from bleu_spark.spark import runtime
 from conftest import ROOT, SAMPLE
 
-pytestmark = [pytest.mark.connect, pytest.mark.spark]
+
+
+@pytest.mark.parametrize("variables,defaults,expected", [
+    ({}, "", None),
+    ({"SPARK_REMOTE": "sc://host:15002"}, "", {}),
+    ({"SPARK_API_MODE": "connect"}, "", {}),
+    ({"SPARK_API_MODE": "classic"}, "spark.api.mode connect", None),
+    ({}, "spark.remote sc://host:15002", {"spark.remote": "sc://host:15002"}),
+    ({"SPARK_REMOTE": "sc://other"}, "spark.remote=sc://host", {}),
+    ({}, "spark.master yarn\nspark.api.mode=connect", {"spark.api.mode": "connect", "spark.master": "yarn"}),
+    ({}, "spark.master yarn", None),
+])
+def test_connect_is_chosen_as_pyspark_reads_it(tmp_path, monkeypatch, variables, defaults, expected):
+    for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_API_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "spark-defaults.conf").write_text(defaults)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert runtime.connect_settings() == expected
 
 
 def _free_port() -> int:
@@ -121,6 +142,17 @@ def table(output, name: str) -> list:
 
 
 @pytest.fixture(scope="module")
+def excerpt(tmp_path_factory):
+    """Three language pairs of the sample (13a, ja-mecab and zh targets), for the slower runs."""
+    import pyarrow.compute as pc
+
+    table = pq.read_table(SAMPLE)
+    path = tmp_path_factory.mktemp("excerpt") / "three_pairs.parquet"
+    pq.write_table(table.filter(pc.is_in(table["langpair"], pa.array(["de-en", "en-ja", "en-zh"]))), path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
 def both(connect_server, spark, tmp_path_factory):
     """Each command run both ways once, into folders named after it."""
     base = tmp_path_factory.mktemp("both")
@@ -137,6 +169,8 @@ def both(connect_server, spark, tmp_path_factory):
     return run
 
 
+@pytest.mark.connect
+@pytest.mark.spark
 def test_default_bleu_per_system_equals_classic(both):
     remote, classic, connect_out, classic_out = both("default", ["score", "--input", SAMPLE])
     assert scores(connect_out) == scores(classic_out)
@@ -149,8 +183,10 @@ def test_default_bleu_per_system_equals_classic(both):
     assert remote["versions"]["java"] == "unavailable"
 
 
-def test_spark_scan_three_metrics_and_a_shipped_model_equal_classic(both, spm_model):
-    argv = ["score", "--input", SAMPLE, "--scan", "spark", "--metrics", "bleu,chrf,ter",
+@pytest.mark.connect
+@pytest.mark.spark
+def test_spark_scan_three_metrics_and_a_shipped_model_equal_classic(both, excerpt, spm_model):
+    argv = ["score", "--input", excerpt, "--scan", "spark", "--metrics", "bleu,chrf,ter",
             "--group-by", "langpair", "--tokenize", "flores200", "--spm-model", spm_model]
     remote, classic, connect_out, classic_out = both("spark-scan", argv)
     assert scores(connect_out) == scores(classic_out)
@@ -158,8 +194,10 @@ def test_spark_scan_three_metrics_and_a_shipped_model_equal_classic(both, spm_mo
     assert remote["references_tokenized"] is None  # no accumulators through Connect
 
 
-def test_intervals_paired_tests_and_segments_equal_classic(both):
-    argv = ["score", "--input", SAMPLE, "--metrics", "bleu,chrf", "--confidence",
+@pytest.mark.connect
+@pytest.mark.spark
+def test_intervals_paired_tests_and_segments_equal_classic(both, excerpt):
+    argv = ["score", "--input", excerpt, "--confidence",
             "--n-bootstrap", "100", "--paired-bs", "--baseline", "Online-B", "--segments",
             "--report"]
     _, _, connect_out, classic_out = both("resampled", argv)
@@ -167,10 +205,12 @@ def test_intervals_paired_tests_and_segments_equal_classic(both):
     assert json.loads((connect_out / "paired.json").read_text()) == \
         json.loads((classic_out / "paired.json").read_text())
     segments = [table(out, "segments") for out in (connect_out, classic_out)]
-    assert segments[0] == segments[1] and len(segments[0]) == 2 * 17470
+    assert segments[0] == segments[1] and len(segments[0]) == pq.read_metadata(excerpt).num_rows
     assert (connect_out / "report.html").is_file()
 
 
+@pytest.mark.connect
+@pytest.mark.spark
 def test_aggregate_on_spark_of_saved_statistics_equals_classic(both):
     _, _, stats_from, _ = both("default", ["score", "--input", SAMPLE])
     argv = ["aggregate", "--stats", str(stats_from), "--engine", "spark", "--group-by", "langpair"]

@@ -241,8 +241,10 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
         reader = spark.read.option("mergeSchema", str(merge_schema).lower())
         if not discover_partitions:
             reader = reader.option("recursiveFileLookup", "true")
-        given = spark_path(spark, path)
-        base = hive_base(path, literal=given != path) if discover_partitions else None
+        escaped = spark_path(spark, path)
+        base = hive_base(path, literal=escaped != path) if discover_partitions else None
+        # Through Connect, relative local paths made absolute: the server's folder is its own.
+        given, base = runtime.server_path(spark, escaped), base and runtime.server_path(spark, base)
         if base is not None:  # a folder's own name: Spark does not glob it
             reader = reader.option("basePath", base)
         return runtime.analyzed((reader.schema(schema) if schema is not None else reader).parquet(given))

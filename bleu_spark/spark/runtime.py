@@ -29,6 +29,44 @@ def is_connect(spark) -> bool:
     return mode(spark) == CONNECT
 
 
+# What asks pyspark for a Spark Connect session, as its session builder reads it.
+CONNECT_VARIABLES = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")
+
+
+def connect_settings() -> Optional[dict]:
+    """The settings of a Spark Connect session when one is asked for, else None: `SPARK_REMOTE`
+    (or a session spark-submit started with `spark.api.mode=connect`), `SPARK_API_MODE=connect`,
+    or `spark.remote` / `spark.api.mode=connect` in spark-defaults.conf, which pyspark's builder
+    reads only from a JVM this process would not start."""
+    from .session import spark_defaults
+
+    defaults = spark_defaults()
+    settings = {k: defaults[k] for k in ("spark.remote", "spark.api.mode") if k in defaults}
+    if "SPARK_REMOTE" in os.environ:  # the variable wins over spark-defaults, as for pyspark
+        settings.pop("spark.remote", None)
+    api_mode = os.environ.get("SPARK_API_MODE", settings.get("spark.api.mode", "")).lower()
+    if api_mode == "connect" and "spark.master" in defaults:  # where pyspark starts the server
+        settings["spark.master"] = defaults["spark.master"]
+    if any(v in os.environ for v in CONNECT_VARIABLES) or "spark.remote" in settings \
+            or api_mode == "connect":
+        return settings
+    return None
+
+
+def start():
+    """The run's session: Spark Connect when the user or platform asks for it
+    (`connect_settings`), whose client starts no JVM; else classic Spark (`session.py`)."""
+    from . import session
+
+    remote = connect_settings()
+    if remote is None:
+        return session.spark_session()
+    from pyspark.sql import SparkSession
+
+    # No console settings: a client's are the server's, and its progress bar is off by default.
+    return SparkSession.builder.config(map=remote).getOrCreate()
+
+
 _parallelism: dict = {}
 
 
@@ -183,6 +221,15 @@ def analyzed(frame):
     if is_connect(frame.sparkSession):
         frame.schema
     return frame
+
+
+def server_path(spark, path: str) -> str:
+    """A path as the session's Spark should read it: as given on classic Spark, which reads a
+    relative one from this process's folder; through Connect, a relative local path made
+    absolute here, since the server reads it from its own folder."""
+    if is_connect(spark) and "://" not in path and not path.startswith("file:"):
+        return os.path.abspath(path)
+    return path
 
 
 def byte_size(spark, value: str) -> int:

@@ -228,7 +228,9 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
         return "rows sharing references are brought together first (--colocate-references always)"
     if not io.is_local(options.input):
         return "a remote input (read through Spark's file systems)"
-    files = io.local_files(options.input)
+    # Absolute: the Python workers' working folder is not the driver's (a cluster's executors,
+    # a Spark Connect server).
+    files = [os.path.abspath(f) for f in io.local_files(options.input)]
     if table.read_by_spark and \
             sorted(map(os.path.abspath, files)) != sorted(_local_path(f) for f in table.frame.inputFiles()):
         return "Spark lists other files than the footers were read from"
@@ -249,7 +251,8 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
         return (f"column(s) {', '.join(unlike)} read by Spark's scan only "
                 f"(a type pyarrow reads otherwise, or not in every file)")
     local = options.input[len("file://"):] if options.input.startswith("file://") else options.input
-    pieces, sizes = _pieces(files, footers, folders, io.hive_base(local) or (local if os.path.isdir(local) else None))
+    base = io.hive_base(local) or (local if os.path.isdir(local) else None)
+    pieces, sizes = _pieces(files, footers, folders, base and os.path.abspath(base))
     split = user_split_bytes(spark)  # the user's split size is kept, as for Spark's scan
     size = sum(map(os.path.getsize, files))
     tasks = (-(-size // split) if split

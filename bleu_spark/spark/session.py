@@ -1,6 +1,6 @@
-"""The Spark a run uses: a Spark Connect session when the user or platform asks for one (no JVM
-in this process), else its SparkContext at once, its SparkSession only when a step needs Spark
-SQL, and the options of the JVM the console script starts itself."""
+"""Classic Spark as a run starts it (`runtime.start` chooses between it and Spark Connect): its
+SparkContext at once, its SparkSession only when a step needs Spark SQL, and the options of the
+JVM the console script starts itself."""
 from __future__ import annotations
 
 import os
@@ -62,33 +62,9 @@ class _SettingsBeforeSession:
         return getattr(self._spark.session.conf, name)
 
 
-# What asks pyspark for a Spark Connect session, as its session builder reads it.
-CONNECT_VARIABLES = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")
-
-
-def connect_settings() -> Optional[dict]:
-    """The settings of a Spark Connect session when one is asked for, else None: `SPARK_REMOTE`
-    (or a session spark-submit started with `spark.api.mode=connect`), `SPARK_API_MODE=connect`,
-    or `spark.remote` / `spark.api.mode=connect` in spark-defaults.conf, which pyspark's builder
-    reads only from a JVM this process would not start."""
-    defaults = _spark_defaults()
-    settings = {k: defaults[k] for k in ("spark.remote", "spark.api.mode") if k in defaults}
-    if "SPARK_REMOTE" in os.environ:  # the variable wins over spark-defaults, as for pyspark
-        settings.pop("spark.remote", None)
-    api_mode = os.environ.get("SPARK_API_MODE", settings.get("spark.api.mode", "")).lower()
-    if any(v in os.environ for v in CONNECT_VARIABLES) or "spark.remote" in settings \
-            or api_mode == "connect":
-        return settings
-    return None
-
-
-def spark_session():
-    """Spark settings come from spark-submit, --conf and spark-defaults; local[*] only if none.
-    A Spark Connect session when one is asked for (`connect_settings`)."""
-    remote = connect_settings()
-    if remote is not None:
-        # The console's settings are the server's: a client sets none of them.
-        return SparkSession.builder.config(map=remote).getOrCreate()
+def spark_session() -> OnDemandSession:
+    """Classic Spark (`runtime.start` chooses it): settings come from spark-submit, --conf and
+    spark-defaults; local[*] only if none."""
     # Python workers run the driver's interpreter unless the platform names one
     # (spark.pyspark.python wins over this variable): the bare `python3` on PATH may lack pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -115,7 +91,7 @@ def _spark_conf_dir() -> str:
     return os.environ.get("SPARK_CONF_DIR") or os.path.join(_find_spark_home(), "conf")
 
 
-def _spark_defaults() -> dict:
+def spark_defaults() -> dict:
     """spark-defaults.conf's settings (a Java properties file: a key, then whitespace, `=` or
     `:`, then its value), comments left out."""
     path = os.path.join(_spark_conf_dir(), "spark-defaults.conf")
@@ -131,7 +107,7 @@ def _spark_defaults() -> dict:
 
 def _driver_java_options_before_start() -> str:
     """The driver JVM's options that a user or platform gives before it starts, as one text."""
-    return " ".join([_spark_defaults().get("spark.driver.extraJavaOptions", ""),
+    return " ".join([spark_defaults().get("spark.driver.extraJavaOptions", ""),
                      *(os.environ.get(name, "") for name in JAVA_OPTION_VARIABLES)])
 
 
