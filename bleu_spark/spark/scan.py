@@ -9,8 +9,9 @@ tasks are plain RDD tasks (no SQL planning or code generation), and their partia
 merged in a tree (on the executors, then on the driver); through Spark Connect, which has no
 RDDs, they are the tasks of a `mapInArrow` over a DataFrame of task numbers (`runtime.py`).
 Spark schedules and retries the tasks and carries the counters. Its SQL engine lists and
-types the input only where the footers cannot (partition folders, files with different columns or types Spark reads its own
-way, Parquet summary files: `io.footer_schema`); otherwise it is never started.
+types the input only where the footers cannot (partition folders, files with different columns
+or types Spark reads its own way, Parquet summary files: `io.footer_schema`); otherwise it is
+never started.
 
 It applies to local inputs (paths every executor sees, as Spark's own reading of a local path
 needs) whose files Spark lists the same way, and to columns whose values pyarrow reads as
