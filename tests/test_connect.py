@@ -21,7 +21,8 @@ from conftest import ROOT, SAMPLE
 @pytest.mark.parametrize("variables,defaults,expected", [
     ({}, "", None),
     ({"SPARK_REMOTE": "sc://host:15002"}, "", {}),
-    ({"SPARK_API_MODE": "connect"}, "", {}),
+    ({"SPARK_API_MODE": "connect"}, "", {"spark.master": "local[*]"}),
+    ({"SPARK_API_MODE": "connect", "SPARK_REMOTE": "sc://host"}, "", {}),
     ({"SPARK_API_MODE": "classic"}, "spark.api.mode connect", None),
     ({}, "spark.remote sc://host:15002", {"spark.remote": "sc://host:15002"}),
     ({"SPARK_REMOTE": "sc://other"}, "spark.remote=sc://host", {}),

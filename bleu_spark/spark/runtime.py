@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 import threading
 from collections import Counter as Tally
 from typing import Callable, Iterator, List, Optional, Tuple
@@ -29,15 +30,11 @@ def is_connect(spark) -> bool:
     return mode(spark) == CONNECT
 
 
-# What asks pyspark for a Spark Connect session, as its session builder reads it.
-CONNECT_VARIABLES = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")
-
-
 def connect_settings() -> Optional[dict]:
-    """The settings of a Spark Connect session when one is asked for, else None: `SPARK_REMOTE`
-    (or a session spark-submit started with `spark.api.mode=connect`), `SPARK_API_MODE=connect`,
-    or `spark.remote` / `spark.api.mode=connect` in spark-defaults.conf, which pyspark's builder
-    reads only from a JVM this process would not start."""
+    """The settings of a Spark Connect session when one is asked for, else None: `SPARK_REMOTE`,
+    `SPARK_API_MODE=connect`, `SPARK_CONNECT_MODE_ENABLED` (pyspark's mark of a Connect session
+    in this process), or `spark.remote` / `spark.api.mode connect` in spark-defaults.conf, which
+    pyspark's builder would read only from a JVM this process does not start."""
     from .session import spark_defaults
 
     defaults = spark_defaults()
@@ -45,10 +42,10 @@ def connect_settings() -> Optional[dict]:
     if "SPARK_REMOTE" in os.environ:  # the variable wins over spark-defaults, as for pyspark
         settings.pop("spark.remote", None)
     api_mode = os.environ.get("SPARK_API_MODE", settings.get("spark.api.mode", "")).lower()
-    if api_mode == "connect" and "spark.master" in defaults:  # where pyspark starts the server
-        settings["spark.master"] = defaults["spark.master"]
-    if any(v in os.environ for v in CONNECT_VARIABLES) or "spark.remote" in settings \
-            or api_mode == "connect":
+    remote = "SPARK_REMOTE" in os.environ or "spark.remote" in settings
+    if api_mode == "connect" and not remote:  # pyspark starts a server here, on this master
+        settings["spark.master"] = os.environ.get("MASTER") or defaults.get("spark.master", "local[*]")
+    if remote or "SPARK_CONNECT_MODE_ENABLED" in os.environ or api_mode == "connect":
         return settings
     return None
 
@@ -63,6 +60,9 @@ def start():
         return session.spark_session()
     from pyspark.sql import SparkSession
 
+    # A local server pyspark starts for `spark.api.mode=connect` runs its Python workers with
+    # this interpreter unless the platform names one (as classic Spark in session.py).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # No console settings: a client's are the server's, and its progress bar is off by default.
     return SparkSession.builder.config(map=remote).getOrCreate()
 
@@ -136,6 +136,7 @@ def _connect_tasks(spark, count: int, task, merge, counters: Tuple):
     its rows evenly), through `mapInArrow`; each task's result travels pickled, as the RDD's
     does, with what it added to the counters, and the results are merged here as they come."""
     counters = tuple(c for c in counters if isinstance(c, TaskCounter))
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         numbers = [n for batch in batches for n in batch.column(0).to_pylist()]
         before = [c.value for c in counters]
