@@ -218,3 +218,30 @@ def test_aggregate_on_spark_of_saved_statistics_equals_classic(both):
     remote, classic, connect_out, classic_out = both("aggregate", argv)
     assert scores(connect_out) == scores(classic_out)
     assert remote["spark"]["spark_mode"] == "connect"
+
+
+@pytest.mark.connect
+@pytest.mark.spark
+def test_references_table_and_quarantine_equal_classic(both, excerpt, tmp_path_factory):
+    """Rows joined to a references table in Spark SQL, and a row that cannot be scored kept
+    in `rejected/`."""
+    given = pq.read_table(excerpt)
+    folder = tmp_path_factory.mktemp("joined")
+    first = {}
+    for i, key in enumerate(zip(given["langpair"].to_pylist(), given["seg_id"].to_pylist())):
+        first.setdefault(key, i)
+    pq.write_table(given.take(pa.array(list(first.values()))).select(["langpair", "seg_id", "references"]),
+                   folder / "refs.parquet")
+    candidates = given.drop_columns(["references"])
+    texts = candidates["candidate"].to_pylist()
+    texts[3] = None  # no candidate: a reason code, not a score
+    candidates = candidates.set_column(candidates.schema.get_field_index("candidate"), "candidate",
+                                       pa.array(texts, pa.string()))
+    pq.write_table(candidates, folder / "candidates.parquet")
+    argv = ["score", "--input", str(folder / "candidates.parquet"), "--references",
+            str(folder / "refs.parquet"), "--join-on", "langpair,seg_id", "--on-invalid", "quarantine"]
+    remote, classic, connect_out, classic_out = both("joined", argv)
+    assert scores(connect_out) == scores(classic_out)
+    assert remote["rows"] == classic["rows"] and remote["rows"]["rejected"] == 1
+    assert table(connect_out, "rejected") == table(classic_out, "rejected")
+
