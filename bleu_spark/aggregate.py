@@ -148,6 +148,10 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
             paired, warnings = scoring.paired_rows(stats, sets, config, resampling)
             resampling.check_baseline(statstable.scored_values(stats, "system"))
         run = run_record(options, config, stats, scores, sets, run_id, warnings)
+        if spark is not None:  # which Spark read the statistics: classic or Connect
+            from .spark.runtime import describe
+
+            run["spark"] = describe(spark)
         if output:
             scoring.write_views(output, stats, scores, sets, config, run, False, resampling,
                                 paired=paired)

@@ -239,7 +239,7 @@ def aggregate_options(args: argparse.Namespace):
 def run_score(args: argparse.Namespace) -> int:
     from .spark.job import preflight, run_job
     from .spark.progress import say as say_progress
-    from .spark.session import spark_session
+    from .spark.runtime import start as spark_session
 
     options = job_options(effective_settings(args))
     preflight(options)
@@ -271,7 +271,7 @@ def run_aggregate(args: argparse.Namespace) -> int:
     options = aggregate_options(args)
     spark = None
     if options.on_spark:
-        from .spark.session import spark_session
+        from .spark.runtime import start as spark_session
 
         spark = spark_session()
         install_signal_handlers()

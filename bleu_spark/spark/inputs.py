@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from ..errors import UsageError
 from ..rows import AMBIGUOUS_REFERENCE, DUPLICATE_SEGMENT, NO_REFERENCE_ROW
 from ..segments import POSITION
-from . import io
+from . import io, runtime
 
 REFERENCES = "_references"   # the normalized array<string> the partition function reads
 ROW_REASON = "_row_reason"   # reason found by the checks above, null when the row is fine
@@ -76,8 +76,7 @@ def user_split_bytes(spark: SparkSession) -> Optional[int]:
     value = spark.conf.get(SPLIT_BYTES, None)
     if value is None:
         return None
-    return max(1, int(spark.sparkContext._jvm.org.apache.spark.network.util.JavaUtils
-                      .byteStringAsBytes(value)))
+    return max(1, runtime.byte_size(spark, value))
 
 
 @contextmanager
@@ -89,7 +88,7 @@ def splits_sized(spark: SparkSession, rows: int, input_bytes: Optional[int]):
     if user_split_bytes(spark) is not None or not input_bytes:
         yield
         return
-    tasks = scoring_tasks(rows, spark.sparkContext.defaultParallelism)
+    tasks = scoring_tasks(rows, runtime.parallelism(spark))
     spark.conf.set(SPLIT_BYTES, str(min(SPARK_SPLIT_BYTES, -(-input_bytes // tasks))))
     try:
         yield
@@ -192,9 +191,9 @@ def _references_together(spark, frame: DataFrame, mode: str, rows: int):
     once."""
     layout = {"colocate_references": mode, "colocated": mode == "always"}
     if not layout["colocated"]:
-        layout["scoring_tasks"] = frame.rdd.getNumPartitions()
+        layout["scoring_tasks"] = runtime.partitions(frame)
         return frame, layout
-    layout["scoring_tasks"] = scoring_tasks(rows, spark.sparkContext.defaultParallelism)
+    layout["scoring_tasks"] = scoring_tasks(rows, runtime.parallelism(spark))
     key = F.xxhash64(REFERENCES)
     return frame.repartition(layout["scoring_tasks"], key).sortWithinPartitions(key), layout
 

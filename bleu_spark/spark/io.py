@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from ..errors import ColumnTypeError, InputNotFoundError, MissingColumnError, OutputError
+from . import runtime
 
 ATOMIC_TYPES = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType, T.BooleanType,
                 T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType, T.DoubleType,
@@ -45,20 +46,9 @@ def spark_path(spark: SparkSession, path: str) -> str:
     file system, so a remote path too), its glob characters are escaped so that Spark reads
     that path and not the files its name would match as a pattern."""
     scheme, rest = re.match(r"([A-Za-z][\w+.-]*://[^/]*)?(.*)", path).groups()
-    if not _HADOOP_GLOB.search(rest) or not _hadoop_exists(spark, path):
+    if not _HADOOP_GLOB.search(rest) or not runtime.path_exists(spark, path):
         return path
     return (scheme or "") + _HADOOP_GLOB.sub(r"\\\1", rest)
-
-
-def _hadoop_exists(spark: SparkSession, path: str) -> bool:
-    from py4j.protocol import Py4JError
-
-    context = spark.sparkContext  # no SQL session needed (the console's starts on demand)
-    try:
-        hadoop_path = context._jvm.org.apache.hadoop.fs.Path(path)
-        return bool(hadoop_path.getFileSystem(context._jsc.hadoopConfiguration()).exists(hadoop_path))
-    except Py4JError:  # no file system for the scheme, say: the reader then says it in one line
-        return False
 
 
 def _hidden(name: str) -> bool:
@@ -251,11 +241,13 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
         reader = spark.read.option("mergeSchema", str(merge_schema).lower())
         if not discover_partitions:
             reader = reader.option("recursiveFileLookup", "true")
-        given = spark_path(spark, path)
-        base = hive_base(path, literal=given != path) if discover_partitions else None
+        escaped = spark_path(spark, path)
+        base = hive_base(path, literal=escaped != path) if discover_partitions else None
+        # Through Connect, relative local paths made absolute: the server's folder is its own.
+        given, base = runtime.server_path(spark, escaped), base and runtime.server_path(spark, base)
         if base is not None:  # a folder's own name: Spark does not glob it
             reader = reader.option("basePath", base)
-        return (reader.schema(schema) if schema is not None else reader).parquet(given)
+        return runtime.analyzed((reader.schema(schema) if schema is not None else reader).parquet(given))
     except AnalysisException as exc:
         condition = exc.getCondition() or ""
         if "UnsupportedFileSystemException" in str(exc) or "No FileSystem for scheme" in str(exc):
@@ -342,10 +334,7 @@ def row_groups(path: str) -> Optional[int]:
 def input_bytes(df: DataFrame) -> Optional[int]:
     """The size of the files a DataFrame reads, as Spark's planner knows it (from the file
     listing; the task metrics of Parquet scans count only part of what they read)."""
-    try:
-        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
-    except Exception:  # an internal interface: never let reporting break a run
-        return None
+    return runtime.input_bytes(df)
 
 
 @dataclass(frozen=True)

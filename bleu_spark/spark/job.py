@@ -24,7 +24,7 @@ from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..resampling import POISSON, SACREBLEU, Resampling
 from ..rows import HINTS
 from ..shown import shown
-from . import drilldown, inputs, io
+from . import drilldown, inputs, io, runtime
 from .failures import lost_worker_failure, memory_failure
 from .plan import grouping_sets, plan_for
 from .progress import Progress, say as say_progress
@@ -170,7 +170,7 @@ class Measurement:
                  rows_done=None, rows: Optional[int] = None, scan: Optional[ArrowScan] = None,
                  plan: Optional[PartitionPlan] = None):
         self.options = options
-        self.references_tokenized = spark.sparkContext.accumulator(0)
+        self.references_tokenized = runtime.counter(spark)
         self.plan = plan or plan_for(table.schema, options)
         self.sets = grouping_sets(options, table.schema.fieldNames())
         columns = table.schema.fieldNames()
@@ -283,10 +283,10 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     schema = table.schema  # a remote path that is not there fails here, before any output
     output = store.open_output(options.output, options.partition_by, run_id) if options.output else None
     if options.text.spm_model:
-        spark.sparkContext.addFile(options.text.spm_model)
+        runtime.ship_file(spark, options.text.spm_model)
     try:
         job_group = f"bleu-spark-{run_id}"
-        spark.sparkContext.setJobGroup(job_group, "bleu-spark score")
+        runtime.tag_jobs(spark, job_group, "bleu-spark score")
         plan = plan_for(schema, options)
         if plan.segments:  # written by the tasks, into the staging folder, committed with the rest
             where = replace(plan.segments, uri=f"{output.staging_uri}/{segments.TABLE}", run_id=run_id)
@@ -312,7 +312,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         in_place = scan is not None or not (options.references
                                             or options.colocate_references == "always")
         row_groups = scan.row_groups if scan else io.row_groups(options.input) if in_place else None
-        advice = inputs.few_row_groups(row_groups, rows_read, spark.sparkContext.defaultParallelism)
+        advice = inputs.few_row_groups(row_groups, rows_read, runtime.parallelism(spark))
         for warning in advice:
             print(f"bleu-spark: warning: {warning}", file=sys.stderr, flush=True)
         kernels = compiled.status()

@@ -1,9 +1,11 @@
 """Progress lines: the pass's start and end, and between them, on long runs, rows scored so
 far, the share done, and the time left.
 
-Rows are counted by an accumulator the partition function adds to as it finishes each batch
-(Spark applies a task's updates when the task ends); the share done comes from the row count
-of the input, which Parquet footers give before the scoring pass starts.
+Rows are counted by a counter the partition function adds to as it finishes each batch
+(Spark applies a task's updates when the task ends; `runtime.py` gives one for the session's
+mode); the share done comes from the row count of the input, which Parquet footers give before
+the scoring pass starts. Through Spark Connect a pass Spark's scan reads counts no rows, and
+its lines say the tasks done.
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import sys
 import threading
 import time
 from typing import Optional
+
+from . import runtime
 
 
 def _duration(seconds: float) -> str:
@@ -34,18 +38,20 @@ class Progress:
 
     def __init__(self, spark, total_rows: int, interval: float, stream=sys.stderr,
                  after: str = "adding up the partial sums per group"):
-        self.rows = spark.sparkContext.accumulator(0)
+        self.rows = runtime.counter(spark)
         self.total_rows = total_rows
         self.after = after  # what the stages after scoring do, said once every row is scored
         self.interval = interval
         self.stream = stream
-        self._tracker = spark.sparkContext.statusTracker()
+        self._spark = spark
+        self._stages: Optional[runtime.StageWatch] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._started = time.time()
 
     def __enter__(self) -> "Progress":
         if self.interval > 0:
+            self._stages = runtime.StageWatch(self._spark)
             self._say(f"bleu-spark: progress: scoring {self.total_rows:,} rows, a line every "
                       f"{self.interval:g} s")
             self._thread = threading.Thread(target=self._run, name="bleu-spark-progress", daemon=True)
@@ -56,23 +62,32 @@ class Progress:
         self._stop.set()
         if self._thread:
             self._thread.join()
+            self._stages.close()
             if failure is None:
                 self._say(self.end_line())
 
     def end_line(self) -> str:
-        return (f"bleu-spark: progress: done: {self.rows.value:,} of {self.total_rows:,} rows "
-                f"scored and summed per group in {_duration(time.time() - self._started)}")
+        took = _duration(time.time() - self._started)
+        done = runtime.counted(self.rows)
+        if done is None:
+            return (f"bleu-spark: progress: done: the pass over {self.total_rows:,} rows scored "
+                    f"and summed per group in {took}")
+        return (f"bleu-spark: progress: done: {done:,} of {self.total_rows:,} rows "
+                f"scored and summed per group in {took}")
 
     def _say(self, line: str) -> None:
         print(line, file=self.stream, flush=True)
 
     def line(self) -> str:
         done, elapsed = self.rows.value, time.time() - self._started
-        stages = [self._tracker.getStageInfo(s) for s in self._tracker.getActiveStageIds()]
-        tasks = ", ".join(f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks"
-                          for s in stages if s)
+        stages = (self._stages or runtime.StageWatch(self._spark)).active()
+        tasks = ", ".join(f"stage {stage}: {completed}/{total} tasks"
+                          for stage, completed, total in stages)
+        if isinstance(self.rows, runtime.TaskCounter) and not self.rows.counted and stages:
+            return (f"bleu-spark: progress: scoring {self.total_rows:,} rows, "
+                    f"{_duration(elapsed)} elapsed [{tasks}]")
         share = done / self.total_rows if self.total_rows else 0.0
-        if done == 0 and not any(s.numCompletedTasks for s in stages if s):
+        if done == 0 and not any(completed for _, completed, _ in stages):
             # Before a task ends nothing is counted: say what the first tasks do meanwhile.
             return (f"bleu-spark: progress: 0 of {self.total_rows:,} rows scored, the first tasks "
                     f"starting (Python workers, imports, the compiled kernels), "

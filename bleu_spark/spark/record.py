@@ -2,7 +2,6 @@
 and versions; the fields every command writes come from `bleu_spark.record`."""
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import asdict
 from importlib import metadata
 from typing import TYPE_CHECKING, List, Optional
@@ -12,6 +11,7 @@ import pyspark
 from pyspark.sql import SparkSession
 
 from .. import metrics, record
+from . import runtime
 
 if TYPE_CHECKING:
     from .job import JobOptions, Measurement
@@ -43,56 +43,18 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
         "unmatched_reference_segments": measurement.unmatched_references(),
         # Reference sets tokenized by the partition function (task retries may add some): at or
         # near the number of segments, not segments x systems, when rows of a segment meet.
-        "references_tokenized": measurement.references_tokenized.value,
+        # None through Spark Connect when Spark's scan read the rows (no accumulators there).
+        "references_tokenized": runtime.counted(measurement.references_tokenized),
         "layout": measurement.input.layout,
         "groups": len(scores),
         "warnings": measurement.warnings,
-        "tasks": task_summary(spark, job_group),
+        "tasks": runtime.task_summary(spark, job_group),
         "input_bytes": input_bytes,
         "versions": versions(spark),
-        "spark": {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId},
+        "spark": runtime.describe(spark),
     }
 
 
-def task_summary(spark: SparkSession, job_group: str) -> dict:
-    """Tasks of this run's Spark jobs. `failed` counts task attempts that were lost (e.g. with an
-    executor) and rerun; `stage_retries` counts stages Spark had to run again for lost output."""
-    sc = spark.sparkContext
-    tracker = sc.statusTracker()
-    summary = Counter()
-    for job_id in tracker.getJobIdsForGroup(job_group):
-        job = tracker.getJobInfo(job_id)
-        for stage_id in (job.stageIds if job else []):
-            stage = tracker.getStageInfo(stage_id)
-            if stage:
-                summary["stages"] += 1
-                summary["stage_retries"] += stage.currentAttemptId
-                summary["completed"] += stage.numCompletedTasks
-                summary.update(_stage_metrics(sc, stage_id, stage.numFailedTasks))
-    return {k: summary.get(k, 0) for k in ("stages", "stage_retries", "completed", "failed",
-                                           "shuffle_write_bytes", "shuffle_read_bytes")}
-
-
-def _stage_metrics(sc, stage_id: int, last_attempt_failed: int) -> Counter:
-    """Failed tasks and bytes shuffled over every attempt of a stage. The public tracker
-    shows only the last attempt, and a stage rerun after a lost executor starts at zero
-    failures, so this asks the driver's status store (what the UI's REST API serves); the
-    tracker's failures alone if it cannot."""
-    try:
-        no_quantiles = sc._gateway.new_array(sc._gateway.jvm.double, 0)
-        attempts = sc._jsc.sc().statusStore().stageData(stage_id, False, None, False, no_quantiles)
-        metrics = Counter()
-        for stage in (attempts.apply(i) for i in range(attempts.length())):
-            metrics.update(failed=stage.numFailedTasks(),
-                           shuffle_write_bytes=stage.shuffleWriteBytes(),
-                           shuffle_read_bytes=stage.shuffleReadBytes())
-        return metrics
-    except Exception:  # an internal interface: never let reporting break a finished run
-        return Counter(failed=last_attempt_failed)
-
-
 def versions(spark: SparkSession) -> dict:
-    jvm = spark.sparkContext._jvm  # the documented gateway to the driver JVM
     numba = metadata.version("numba")  # from its metadata: the driver imports no numba
-    return record.versions(pyspark=pyspark.__version__, numba=numba,
-                           java=jvm.java.lang.System.getProperty("java.version"))
+    return record.versions(pyspark=pyspark.__version__, numba=numba, java=runtime.java_version(spark))

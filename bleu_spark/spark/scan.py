@@ -6,10 +6,12 @@ batches: the JVM decoded every string into its row format and then into Arrow ag
 run paid for compiling that code and for planning SQL queries. Here each Spark task gets a list
 of Parquet row groups and reads them with pyarrow, straight to Arrow, in the Python worker; the
 tasks are plain RDD tasks (no SQL planning or code generation), and their partial sums are
-merged in a tree (on the executors, then on the driver). Spark schedules and retries the
-tasks and carries the accumulators. Its SQL engine lists and types the input only where the
-footers cannot (partition folders, files with different columns or types Spark reads its own
-way, Parquet summary files: `io.footer_schema`); otherwise it is never started.
+merged in a tree (on the executors, then on the driver); through Spark Connect, which has no
+RDDs, they are the tasks of a `mapInArrow` over a DataFrame of task numbers (`runtime.py`).
+Spark schedules and retries the tasks and carries the counters. Its SQL engine lists and
+types the input only where the footers cannot (partition folders, files with different columns
+or types Spark reads its own way, Parquet summary files: `io.footer_schema`); otherwise it is
+never started.
 
 It applies to local inputs (paths every executor sees, as Spark's own reading of a local path
 needs) whose files Spark lists the same way, and to columns whose values pyarrow reads as
@@ -34,7 +36,7 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from ..errors import InputNotFoundError
 from ..hashes import reference_hashes
 from ..segments import INPUT_FILE, INPUT_ROW, POSITION
-from . import io
+from . import io, runtime
 from .inputs import scoring_tasks, user_split_bytes
 from .stats import merged_sums, output_schema, partial_sums as partition_function
 
@@ -73,11 +75,11 @@ class ArrowScan:
     def schema(self) -> pa.Schema:
         return to_arrow_schema(self.spark_schema, timezone="UTC")
 
-    def partial_sums(self, spark: SparkSession, plan, *accumulators) -> pa.Table:
+    def partial_sums(self, spark: SparkSession, plan, *counters) -> pa.Table:
         """The partition function's sums over every task, merged: one row per key. A file that
         cannot be read is exit 3, one line (found in a task, carried to the driver as its
         result: retrying cannot help, and a failed task would fill the log with its trace)."""
-        function = partition_function(plan, *accumulators)
+        function = partition_function(plan, *counters)
         schema = to_arrow_schema(output_schema(plan, self.spark_schema), timezone="UTC")
 
         def task(indices: Iterator[int]) -> Iterator[Union[pa.Table, UnreadableFile]]:
@@ -94,12 +96,11 @@ class ArrowScan:
 
         if not self.tasks:
             return schema.empty_table()
-        tasks = spark.sparkContext.parallelize(range(len(self.tasks)), len(self.tasks))
-        results = tasks.mapPartitions(task)
         if plan.replicates or plan.trials:
-            sums = _merged_by_bucket(results, merge, plan, len(self.tasks)) or schema.empty_table()
-        else:  # a few rows a group: merged in a tree, on the executors then on the driver
-            sums = results.treeReduce(merge)
+            sums = _merged_by_bucket(spark, task, merge, plan, len(self.tasks), counters) \
+                or schema.empty_table()
+        else:
+            sums = runtime.run_tasks(spark, len(self.tasks), task, merge, counters)
         if isinstance(sums, UnreadableFile):
             raise InputNotFoundError(f"file file://{sums.args[0]} cannot be read: {sums.args[1]}")
         return sums
@@ -149,7 +150,7 @@ class ArrowScan:
         return pa.ListArray.from_arrays(pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), values)
 
 
-def _merged_by_bucket(results, merge, plan, buckets: int):
+def _merged_by_bucket(spark, task, merge, plan, buckets: int, counters):
     """Partial sums that carry replicate sums (groups x B x statistics each): split by a hash
     of the group key, each bucket merged by one task, the buckets brought to the driver one at a
     time. No process ever holds more than one task's partial sums and the result (a tree of
@@ -164,8 +165,7 @@ def _merged_by_bucket(results, merge, plan, buckets: int):
             if part.num_rows:
                 yield number, part
 
-    merged = results.flatMap(split).reduceByKey(merge, numPartitions=buckets)
-    tables = [table for _, table in merged.toLocalIterator(prefetchPartitions=True)]
+    tables = runtime.run_tasks(spark, buckets, task, merge, counters, split)
     failed = [t for t in tables if isinstance(t, UnreadableFile)]
     return failed[0] if failed else pa.concat_tables(tables) if tables else None
 
@@ -229,7 +229,9 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
         return "rows sharing references are brought together first (--colocate-references always)"
     if not io.is_local(options.input):
         return "a remote input (read through Spark's file systems)"
-    files = io.local_files(options.input)
+    # Absolute: the Python workers' working folder is not the driver's (a cluster's executors,
+    # a Spark Connect server).
+    files = [os.path.abspath(f) for f in io.local_files(options.input)]
     if table.read_by_spark and \
             sorted(map(os.path.abspath, files)) != sorted(_local_path(f) for f in table.frame.inputFiles()):
         return "Spark lists other files than the footers were read from"
@@ -250,11 +252,12 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
         return (f"column(s) {', '.join(unlike)} read by Spark's scan only "
                 f"(a type pyarrow reads otherwise, or not in every file)")
     local = options.input[len("file://"):] if options.input.startswith("file://") else options.input
-    pieces, sizes = _pieces(files, footers, folders, io.hive_base(local) or (local if os.path.isdir(local) else None))
+    base = io.hive_base(local) or (local if os.path.isdir(local) else None)
+    pieces, sizes = _pieces(files, footers, folders, base and os.path.abspath(base))
     split = user_split_bytes(spark)  # the user's split size is kept, as for Spark's scan
     size = sum(map(os.path.getsize, files))
     tasks = (-(-size // split) if split
-             else scoring_tasks(sum(sizes), spark.sparkContext.defaultParallelism))
+             else scoring_tasks(sum(sizes), runtime.parallelism(spark)))
     batch_rows = int(spark.conf.get(BATCH_ROWS, "10000"))
     return ArrowScan(tasks=_balanced(pieces, sizes, tasks), rows=sum(sizes), bytes=size, row_groups=len(pieces),
                      spark_schema=T.StructType(fields),

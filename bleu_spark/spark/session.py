@@ -1,5 +1,6 @@
-"""The Spark a run uses: its SparkContext at once, its SparkSession only when a step needs Spark
-SQL, and the options of the JVM the console script starts itself."""
+"""Classic Spark as a run starts it (`runtime.start` chooses between it and Spark Connect): its
+SparkContext at once, its SparkSession only when a step needs Spark SQL, and the options of the
+JVM the console script starts itself."""
 from __future__ import annotations
 
 import os
@@ -62,7 +63,8 @@ class _SettingsBeforeSession:
 
 
 def spark_session() -> OnDemandSession:
-    """Spark settings come from spark-submit, --conf and spark-defaults; local[*] only if none."""
+    """Classic Spark (`runtime.start` chooses it): settings come from spark-submit, --conf and
+    spark-defaults; local[*] only if none."""
     # Python workers run the driver's interpreter unless the platform names one
     # (spark.pyspark.python wins over this variable): the bare `python3` on PATH may lack pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -89,7 +91,7 @@ def _spark_conf_dir() -> str:
     return os.environ.get("SPARK_CONF_DIR") or os.path.join(_find_spark_home(), "conf")
 
 
-def _spark_defaults() -> dict:
+def spark_defaults() -> dict:
     """spark-defaults.conf's settings (a Java properties file: a key, then whitespace, `=` or
     `:`, then its value), comments left out."""
     path = os.path.join(_spark_conf_dir(), "spark-defaults.conf")
@@ -105,7 +107,7 @@ def _spark_defaults() -> dict:
 
 def _driver_java_options_before_start() -> str:
     """The driver JVM's options that a user or platform gives before it starts, as one text."""
-    return " ".join([_spark_defaults().get("spark.driver.extraJavaOptions", ""),
+    return " ".join([spark_defaults().get("spark.driver.extraJavaOptions", ""),
                      *(os.environ.get(name, "") for name in JAVA_OPTION_VARIABLES)])
 
 

@@ -103,9 +103,9 @@ def _local_model(path: Optional[str]) -> Optional[str]:
     """The SentencePiece model on this executor: the path itself, or the copy Spark shipped."""
     if not path or os.path.isfile(path):
         return path
-    from pyspark import SparkFiles
+    from .runtime import worker_file
 
-    return SparkFiles.get(os.path.basename(path))
+    return worker_file(path)
 
 
 def _reasons(batch: pa.RecordBatch, plan: PartitionPlan) -> pa.Array:

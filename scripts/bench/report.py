@@ -78,6 +78,7 @@ def _print_job_run(p: str, run: Dict[str, Any]) -> None:
         keep = {k: jr[k] for k in ("rows", "timings", "layout", "tasks", "input_bytes")
                 if k in jr}
         print(f"{p} run.json: " + json.dumps(keep)[:900])
-        if jr.get("input_bytes") and "tasks" in jr:
+        # Through Spark Connect the task metrics read "unavailable".
+        if jr.get("input_bytes") and isinstance(jr.get("tasks", {}).get("shuffle_write_bytes"), int):
             print(f"{p} shuffle bytes written per input byte: "
                   f"{jr['tasks'].get('shuffle_write_bytes', 0) / jr['input_bytes']:.4f}")

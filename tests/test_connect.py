@@ -1,0 +1,247 @@
+"""The job through Spark Connect: a server started from the pyspark wheel on 127.0.0.1, the
+command run as its client with only SPARK_REMOTE set, and every score equal to the same command
+run on classic Spark. The client starts no JVM."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bleu_spark import cli
+from bleu_spark.spark import runtime
+from conftest import ROOT, SAMPLE
+
+
+
+@pytest.mark.parametrize("variables,defaults,expected", [
+    ({}, "", None),
+    ({"SPARK_REMOTE": "sc://host:15002"}, "", {}),
+    ({"SPARK_API_MODE": "connect"}, "", {"spark.master": "local[*]"}),
+    ({"SPARK_API_MODE": "connect", "SPARK_REMOTE": "sc://host"}, "", {}),
+    ({"SPARK_API_MODE": "classic"}, "spark.api.mode connect", None),
+    ({}, "spark.remote sc://host:15002", {"spark.remote": "sc://host:15002"}),
+    ({"SPARK_REMOTE": "sc://other"}, "spark.remote=sc://host", {}),
+    ({}, "spark.master yarn\nspark.api.mode=connect", {"spark.api.mode": "connect", "spark.master": "yarn"}),
+    ({}, "spark.master yarn", None),
+])
+def test_connect_is_chosen_as_pyspark_reads_it(tmp_path, monkeypatch, variables, defaults, expected):
+    for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_API_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "spark-defaults.conf").write_text(defaults)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert runtime.connect_settings() == expected
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _clean_env() -> dict:
+    """This process's environment without what would make a client classic or remote."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("SPARK_", "PYSPARK_")) and k != "MASTER"}
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server from the wheel, its Python workers importing this checkout's
+    bleu_spark (PYTHONPATH in the server's environment, as a cluster library would be);
+    stopped by its PID."""
+    import pyspark
+
+    home = os.path.dirname(pyspark.__file__)
+    jars = [f for f in os.listdir(os.path.join(home, "jars")) if f.startswith("spark-connect_")]
+    port = _free_port()
+    log = tmp_path_factory.mktemp("connect") / "server.log"
+    env = {**_clean_env(), "SPARK_HOME": home, "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": ROOT}
+    argv = [os.path.join(home, "bin", "spark-submit"), "--master", "local[2]",
+            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf", f"spark.connect.grpc.binding.port={port}",
+            "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
+            "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+            os.path.join(home, "jars", jars[0])]
+    with open(log, "wb") as out:
+        server = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 120
+        while "Spark Connect server started" not in log.read_text(errors="replace"):
+            assert server.poll() is None and time.time() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        server.terminate()  # spark-submit execs the JVM: this PID is the server
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _descendants(pid: int) -> list:
+    """(pid, command name) of every process below `pid`, from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                    text = stat.read()
+            except OSError:
+                continue
+            name = text[text.index("(") + 1:text.rindex(")")]
+            parent = int(text[text.rindex(")") + 2:].split()[1])
+            children.setdefault(parent, []).append((int(entry), name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child[0])
+    return found
+
+
+def run_connect(remote: str, argv: list, output) -> dict:
+    """The command as a Connect client with only SPARK_REMOTE set; the names of the processes
+    it started, watched while it runs."""
+    env = {**_clean_env(), "SPARK_REMOTE": remote, "PYTHONPATH": ROOT}
+    client = subprocess.Popen([sys.executable, "-m", "bleu_spark", *argv, "--output", str(output)],
+                              env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    started = set()
+    while client.poll() is None:
+        started.update(name for _, name in _descendants(client.pid))
+        time.sleep(0.2)
+    out, err = client.communicate()
+    assert client.returncode == 0, err[-3000:]
+    assert "java" not in started, started
+    return json.loads((output / "run.json").read_text())
+
+
+def run_classic(spark, monkeypatch, argv: list, output) -> dict:
+    """The same command on classic Spark, in this process on the tests' shared session."""
+    monkeypatch.setattr(cli, "_stop_spark", lambda session: None)
+    assert cli.main([*argv, "--output", str(output)]) == 0
+    return json.loads((output / "run.json").read_text())
+
+
+def scores(output) -> list:
+    return json.loads((output / "scores.json").read_text())
+
+
+def table(output, name: str) -> list:
+    rows = pq.read_table(output / name).to_pylist()
+    return sorted(rows, key=lambda row: json.dumps(row, sort_keys=True, default=str))
+
+
+@pytest.fixture(scope="module")
+def excerpt(tmp_path_factory):
+    """Three language pairs of the sample (13a, ja-mecab and zh targets), for the slower runs."""
+    import pyarrow.compute as pc
+
+    table = pq.read_table(SAMPLE)
+    path = tmp_path_factory.mktemp("excerpt") / "three_pairs.parquet"
+    pq.write_table(table.filter(pc.is_in(table["langpair"], pa.array(["de-en", "en-ja", "en-zh"]))), path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def both(connect_server, spark, tmp_path_factory):
+    """Each command run both ways once, into folders named after it."""
+    base = tmp_path_factory.mktemp("both")
+    done = {}
+
+    def run(name, argv):
+        if name not in done:
+            with pytest.MonkeyPatch.context() as monkeypatch:
+                remote = run_connect(connect_server, argv, base / f"{name}-connect")
+                classic = run_classic(spark, monkeypatch, argv, base / f"{name}-classic")
+            done[name] = (remote, classic, base / f"{name}-connect", base / f"{name}-classic")
+        return done[name]
+
+    return run
+
+
+@pytest.mark.connect
+@pytest.mark.spark
+def test_default_bleu_per_system_equals_classic(both):
+    remote, classic, connect_out, classic_out = both("default", ["score", "--input", SAMPLE])
+    assert scores(connect_out) == scores(classic_out)
+    assert remote["spark"]["spark_mode"] == "connect" and classic["spark"]["spark_mode"] == "classic"
+    assert remote["layout"]["scan"] == "arrow"
+    assert remote["rows"] == classic["rows"]
+    # counted through Connect too, carried back with each task's result
+    assert remote["references_tokenized"] == classic["references_tokenized"]
+    assert remote["input_bytes"] == classic["input_bytes"] == os.path.getsize(SAMPLE)
+    assert remote["versions"]["java"] == "unavailable"
+
+
+@pytest.mark.connect
+@pytest.mark.spark
+def test_spark_scan_three_metrics_and_a_shipped_model_equal_classic(both, excerpt, spm_model):
+    argv = ["score", "--input", excerpt, "--scan", "spark", "--metrics", "bleu,chrf,ter",
+            "--group-by", "langpair", "--tokenize", "flores200", "--spm-model", spm_model]
+    remote, classic, connect_out, classic_out = both("spark-scan", argv)
+    assert scores(connect_out) == scores(classic_out)
+    assert remote["layout"]["scan"] == "spark"
+    assert remote["references_tokenized"] is None  # no accumulators through Connect
+
+
+@pytest.mark.connect
+@pytest.mark.spark
+def test_intervals_paired_tests_and_segments_equal_classic(both, excerpt):
+    argv = ["score", "--input", excerpt, "--confidence",
+            "--n-bootstrap", "100", "--paired-bs", "--baseline", "Online-B", "--segments",
+            "--report"]
+    _, _, connect_out, classic_out = both("resampled", argv)
+    assert scores(connect_out) == scores(classic_out)
+    assert json.loads((connect_out / "paired.json").read_text()) == \
+        json.loads((classic_out / "paired.json").read_text())
+    segments = [table(out, "segments") for out in (connect_out, classic_out)]
+    assert segments[0] == segments[1] and len(segments[0]) == pq.read_metadata(excerpt).num_rows
+    assert (connect_out / "report.html").is_file()
+
+
+@pytest.mark.connect
+@pytest.mark.spark
+def test_aggregate_on_spark_of_saved_statistics_equals_classic(both):
+    _, _, stats_from, _ = both("default", ["score", "--input", SAMPLE])
+    argv = ["aggregate", "--stats", str(stats_from), "--engine", "spark", "--group-by", "langpair"]
+    remote, classic, connect_out, classic_out = both("aggregate", argv)
+    assert scores(connect_out) == scores(classic_out)
+    assert remote["spark"]["spark_mode"] == "connect"
+
+
+@pytest.mark.connect
+@pytest.mark.spark
+def test_references_table_and_quarantine_equal_classic(both, excerpt, tmp_path_factory):
+    """Rows joined to a references table in Spark SQL, and a row that cannot be scored kept
+    in `rejected/`."""
+    given = pq.read_table(excerpt)
+    folder = tmp_path_factory.mktemp("joined")
+    first = {}
+    for i, key in enumerate(zip(given["langpair"].to_pylist(), given["seg_id"].to_pylist())):
+        first.setdefault(key, i)
+    pq.write_table(given.take(pa.array(list(first.values()))).select(["langpair", "seg_id", "references"]),
+                   folder / "refs.parquet")
+    candidates = given.drop_columns(["references"])
+    texts = candidates["candidate"].to_pylist()
+    texts[3] = None  # no candidate: a reason code, not a score
+    candidates = candidates.set_column(candidates.schema.get_field_index("candidate"), "candidate",
+                                       pa.array(texts, pa.string()))
+    pq.write_table(candidates, folder / "candidates.parquet")
+    argv = ["score", "--input", str(folder / "candidates.parquet"), "--references",
+            str(folder / "refs.parquet"), "--join-on", "langpair,seg_id", "--on-invalid", "quarantine"]
+    remote, classic, connect_out, classic_out = both("joined", argv)
+    assert scores(connect_out) == scores(classic_out)
+    assert remote["rows"] == classic["rows"] and remote["rows"]["rejected"] == 1
+    assert table(connect_out, "rejected") == table(classic_out, "rejected")
+
