@@ -55,8 +55,8 @@ def _hidden(name: str) -> bool:
     """Files and folders Spark does not read as data (its rule for file sources): `.crc`,
     `_SUCCESS`, `_temporary` (but a `_key=value` folder is a partition), copies in progress
     (`._COPYING_`), and Parquet's summary files (`_metadata`, `_common_metadata`)."""
-    return (name.startswith("_") and "=" not in name) or name.startswith(".") \
-        or name.endswith("._COPYING_")
+    return ((name.startswith("_") and "=" not in name) or name.startswith(".")
+            or name.endswith("._COPYING_"))
 
 
 def _summary(name: str) -> bool:
@@ -279,8 +279,8 @@ def footer_schema(path: str) -> Optional[T.StructType]:
     if schema is None:
         return None
     names = set(schema.fieldNames())
-    if any(set(pq.read_schema(f).names) != names for f in local_files(path)) \
-            or local_files(path, summaries=True):
+    if (any(set(pq.read_schema(f).names) != names for f in local_files(path))
+            or local_files(path, summaries=True)):
         return None
     # Top-level fields nullable, as Spark reads files (nested types keep the footers' nullability).
     return T.StructType([T.StructField(f.name, f.dataType) for f in schema.fields

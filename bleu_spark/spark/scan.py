@@ -97,8 +97,8 @@ class ArrowScan:
         if not self.tasks:
             return schema.empty_table()
         if plan.replicates or plan.trials:
-            sums = _merged_by_bucket(spark, task, merge, plan, len(self.tasks), counters) \
-                or schema.empty_table()
+            sums = (_merged_by_bucket(spark, task, merge, plan, len(self.tasks), counters)
+                    or schema.empty_table())
         else:
             sums = runtime.run_tasks(spark, len(self.tasks), task, merge, counters)
         if isinstance(sums, UnreadableFile):
@@ -232,8 +232,8 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
     # Absolute: the Python workers' working folder is not the driver's (a cluster's executors,
     # a Spark Connect server).
     files = [os.path.abspath(f) for f in io.local_files(options.input)]
-    if table.read_by_spark and \
-            sorted(map(os.path.abspath, files)) != sorted(_local_path(f) for f in table.frame.inputFiles()):
+    if table.read_by_spark and (
+            sorted(map(os.path.abspath, files)) != sorted(_local_path(f) for f in table.frame.inputFiles())):
         return "Spark lists other files than the footers were read from"
     footers = {f: pq.read_metadata(f) for f in files}
     in_files = set.intersection(*(set(m.schema.to_arrow_schema().names) for m in footers.values()))
@@ -245,9 +245,9 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
     fields = [T.StructField(c, added[c]) if c in added else table.schema[c] for c in plan.read_columns]
     read = [f for f in fields if f.name in in_files]
     folders = [f for f in fields if f.name not in added and f.name not in in_files]
-    unlike = [f.name for f in read if not isinstance(f.dataType, _READ_ALIKE)] + \
-             [f.name for f in folders if not isinstance(f.dataType, _FOLDER_ALIKE)] + \
-             [c for c in options.references_cols if c not in in_files]
+    unlike = ([f.name for f in read if not isinstance(f.dataType, _READ_ALIKE)]
+              + [f.name for f in folders if not isinstance(f.dataType, _FOLDER_ALIKE)]
+              + [c for c in options.references_cols if c not in in_files])
     if unlike:
         return (f"column(s) {', '.join(unlike)} read by Spark's scan only "
                 f"(a type pyarrow reads otherwise, or not in every file)")
