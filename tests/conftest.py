@@ -45,7 +45,7 @@ def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # tests bind to loopback only
     from pyspark.sql import SparkSession
 
-    from bleu_spark.spark.session import FIRST_TIER_JIT
+    from bleu_spark.spark.runtime.classic import FIRST_TIER_JIT
 
     session = (SparkSession.builder.master("local[2]").appName("bleu-spark-tests")
                .config("spark.sql.shuffle.partitions", "4")

@@ -99,8 +99,8 @@ def test_spark_submit_on_local2_equals_sacrebleu(tmp_path):
 
 
 def test_the_console_script_adds_jvm_options_only_where_none_of_their_kind_is_set(monkeypatch, tmp_path):
-    from bleu_spark.spark import session
-    from bleu_spark.spark.session import FIRST_TIER_JIT, QUIET_LOG4J, console_jvm_options
+    from bleu_spark.spark.runtime import classic as session
+    from bleu_spark.spark.runtime.classic import FIRST_TIER_JIT, QUIET_LOG4J, console_jvm_options
 
     quiet = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"
     assert console_jvm_options("", logging_configured=False) == [quiet, FIRST_TIER_JIT]

@@ -609,7 +609,7 @@ def test_local_files_take_a_name_that_exists_as_itself(tmp_path):
                                           ("a[1]*.parquet", ["a1"]), ("d[1]/langpair=de-en", ["hive"])])
 def test_a_path_with_glob_characters_that_exists_is_read_as_itself(spark, tmp_path, scan, name, systems):
     from bleu_spark.spark.job import JobOptions, run_job
-    from bleu_spark.spark.session import OnDemandSession
+    from bleu_spark.spark.runtime.classic import OnDemandSession
 
     write_named(tmp_path / "in")
     on_demand = OnDemandSession(spark.sparkContext)  # the session as the console script has it

@@ -112,7 +112,7 @@ def saved(tmp_path_factory):
 @pytest.mark.parametrize("text", HOSTILE)
 def test_hostile_predicates_are_refused_before_any_reading_or_spark(saved, tmp_path, capsys, monkeypatch,
                                                                      engine, text):
-    import bleu_spark.spark.session as session
+    import bleu_spark.spark.runtime.classic as session
 
     monkeypatch.setattr(session, "spark_session", lambda *a, **k: pytest.fail("Spark was started"))
     monkeypatch.setattr(statstable, "read", lambda *a, **k: pytest.fail("the table was read"))

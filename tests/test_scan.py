@@ -19,7 +19,7 @@ from bleu_spark.spark.io import InputTable, footer_schema
 from bleu_spark.spark.job import JobOptions, run_job
 from bleu_spark.spark.plan import plan_for
 from bleu_spark.spark.scan import ArrowScan, arrow_scan
-from bleu_spark.spark.session import OnDemandSession
+from bleu_spark.spark.runtime.classic import OnDemandSession
 from conftest import SAMPLE, random_sentences
 from matching import assert_matches_sacrebleu
 

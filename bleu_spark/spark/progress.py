@@ -2,7 +2,7 @@
 far, the share done, and the time left.
 
 Rows are counted by a counter the partition function adds to as it finishes each batch
-(Spark applies a task's updates when the task ends; `runtime.py` gives one for the session's
+(Spark applies a task's updates when the task ends; `runtime/` gives one for the session's
 mode); the share done comes from the row count of the input, which Parquet footers give before
 the scoring pass starts. Through Spark Connect a pass Spark's scan reads counts no rows, and
 its lines say the tasks done.

@@ -7,7 +7,7 @@ run paid for compiling that code and for planning SQL queries. Here each Spark t
 of Parquet row groups and reads them with pyarrow, straight to Arrow, in the Python worker; the
 tasks are plain RDD tasks (no SQL planning or code generation), and their partial sums are
 merged in a tree (on the executors, then on the driver); through Spark Connect, which has no
-RDDs, they are the tasks of a `mapInArrow` over a DataFrame of task numbers (`runtime.py`).
+RDDs, they are the tasks of a `mapInArrow` over a DataFrame of task numbers (`runtime/`).
 Spark schedules and retries the tasks and carries the counters. Its SQL engine lists and
 types the input only where the footers cannot (partition folders, files with different columns
 or types Spark reads its own way, Parquet summary files: `io.footer_schema`); otherwise it is

@@ -65,7 +65,7 @@ def floor_command() -> List[str]:
 def spark_floor() -> None:
     """Path s: the SparkContext as `bleu-spark score` starts it (its JVM options, local[*]),
     one Python task per core that does nothing, stop."""
-    from bleu_spark.spark.session import spark_session
+    from bleu_spark.spark.runtime.classic import spark_session
 
     spark = spark_session()
     cores = spark.sparkContext.defaultParallelism

@@ -22,7 +22,7 @@ UNAVAILABLE = "unavailable"  # a run.json field Spark Connect does not expose to
 
 def mode(spark) -> str:
     """`connect` for a Spark Connect session, else `classic` (the session wrapper of
-    `session.py` included)."""
+    `classic.py` included)."""
     return CONNECT if type(spark).__module__.startswith("pyspark.sql.connect") else CLASSIC
 
 
@@ -35,7 +35,7 @@ def connect_settings() -> Optional[dict]:
     `SPARK_API_MODE=connect`, `SPARK_CONNECT_MODE_ENABLED` (pyspark's mark of a Connect session
     in this process), or `spark.remote` / `spark.api.mode connect` in spark-defaults.conf, which
     pyspark's builder would read only from a JVM this process does not start."""
-    from .session import spark_defaults
+    from .classic import spark_defaults
 
     defaults = spark_defaults()
     settings = {k: defaults[k] for k in ("spark.remote", "spark.api.mode") if k in defaults}
@@ -52,16 +52,16 @@ def connect_settings() -> Optional[dict]:
 
 def start():
     """The run's session: Spark Connect when the user or platform asks for it
-    (`connect_settings`), whose client starts no JVM; else classic Spark (`session.py`)."""
-    from . import session
+    (`connect_settings`), whose client starts no JVM; else classic Spark (`classic.py`)."""
+    from . import classic
 
     remote = connect_settings()
     if remote is None:
-        return session.spark_session()
+        return classic.spark_session()
     from pyspark.sql import SparkSession
 
     # A local server pyspark starts for `spark.api.mode=connect` runs its Python workers with
-    # this interpreter unless the platform names one (as classic Spark in session.py).
+    # this interpreter unless the platform names one (as classic Spark in classic.py).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # No console settings: a client's are the server's, and its progress bar is off by default.
     return SparkSession.builder.config(map=remote).getOrCreate()
