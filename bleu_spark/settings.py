@@ -159,7 +159,12 @@ RUN_OPTIONS = (
            help="write the output's tables as Hive partitions of these input columns (e.g. "
                 "run_date); a run replaces only its own"),
     Option("output", STRING, group=SHOWING, commands=BOTH,
-           help="output directory (required); docs/outputs.md lists what it holds"),
+           help="output directory (this or --catalog, or both); docs/outputs.md lists what it "
+                "holds"),
+    Option("catalog", STRING, group=SHOWING, commands=(SCORE,), metavar="DB",
+           help="also (or instead of --output) write the tables into Spark's catalog as "
+                "DB.scores, DB.dashboard, DB.stats, ...: created on first use, partitioned by "
+                "--partition-by, a run replacing its own partitions (docs/cluster.md)"),
     Option("group_by", COLUMNS, group=SHOWING, commands=BOTH,
            help="comma-separated group columns (score: system,langpair, those present; "
                 "aggregate: the table's own; '' for one corpus)"),
