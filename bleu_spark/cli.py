@@ -231,7 +231,8 @@ def aggregate_options(args: argparse.Namespace):
                     for o in settings.declared() if settings.AGGREGATE in o.commands
                     and o.key in settings.metric_options() and (v := getattr(args, o.key)) is not None)
     group_by = tuple(_csv(args.group_by)) if args.group_by is not None else None
-    return AggregateOptions(stats=args.stats, output=args.output, group_by=group_by,
+    return AggregateOptions(stats=args.stats, stats_table=args.stats_table, output=args.output,
+                            catalog=args.catalog, group_by=group_by,
                             grouping_sets=parse_grouping_sets(args.grouping_sets),
                             where=args.where, report=bool(args.report), engine=args.engine,
                             choices=choices,
@@ -271,7 +272,7 @@ def run_score(args: argparse.Namespace) -> int:
 def written_to(options) -> str:
     """Where a run's result went: its folder, its catalog database, or both."""
     places = [options.output] if options.output else []
-    if getattr(options, "catalog", None):
+    if options.catalog:
         places.append(f"catalog database {options.catalog}")
     return " and ".join(places)
 

@@ -256,3 +256,73 @@ def test_a_table_not_made_by_the_job_is_refused_before_scoring(spark, tmp_path, 
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == OutputError.exit_code and len(lines) == 1, lines
     assert "table foreign_db.dashboard exists and was not made by bleu-spark" in lines[0]
+
+
+@pytest.fixture
+def in_memory_database(spark, tmp_path):
+    """A database of the shared session's own (in-memory) catalog, its tables under tmp_path."""
+    names = []
+
+    def make(name):
+        spark.sql(f"CREATE DATABASE {name} LOCATION '{tmp_path}/{name}.db'")
+        names.append(name)
+        return name
+
+    yield make
+    for name in names:
+        spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
+
+
+def test_a_run_without_partitions_replaces_the_tables_rows_and_aggregate_reads_and_writes_tables(
+        spark, tmp_path, in_memory_database):
+    from bleu_spark.aggregate import AggregateOptions, run_aggregate
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    inputs = day_inputs(str(tmp_path))
+    database, scored = in_memory_database("whole_db"), in_memory_database("scored_db")
+    out = str(tmp_path / "out")
+    for day in DAYS:  # the second run replaces the first's rows: no partitions
+        run = run_job(spark, JobOptions(input=inputs[day], output=out, catalog=database,
+                                        progress_seconds=0)).run
+    held = spark.sql(f"SELECT run_id, COUNT(*) AS n FROM {database}.dashboard GROUP BY run_id").collect()
+    assert [r["run_id"] for r in held] == [run["run_id"]]
+    assert held[0]["n"] == len(folder_table(out, "dashboard"))
+    where = "langpair IN ('de-en', 'en-de') AND system <> 'Online-G'"
+    from_table = run_aggregate(AggregateOptions(
+        stats_table=f"{database}.stats", catalog=scored, group_by=("langpair",), where=where,
+        engine="spark"), spark)
+    from_folder = run_aggregate(AggregateOptions(stats=out, group_by=("langpair",), where=where,
+                                                 engine="local"))
+    scores = lambda rows: {(r["langpair"], r["metric"]): (r["score"], r["signature"]) for r in rows}
+    assert scores(from_table.scores) == scores(from_folder.scores) and len(from_folder.scores) == 2
+    written = spark.table(f"{scored}.scores").collect()
+    assert scores(r.asDict() for r in written) == scores(from_folder.scores)
+
+
+def test_aggregate_refuses_the_catalog_on_the_local_engine_in_one_line(capsys):
+    code = cli.main(["aggregate", "--stats-table", "mt.stats", "--output", "x", "--engine", "local"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == UsageError.exit_code and len(lines) == 1 and "--engine spark" in lines[0], lines
+
+
+def test_segments_rejected_and_paired_tables_go_to_the_catalog_too(spark, tmp_path, in_memory_database):
+    from bleu_spark.resampling import Resampling
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    table = pq.read_table(day_inputs(str(tmp_path))[DAYS[0]])
+    table = table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
+    unscorable = table.slice(0, 1).set_column(table.schema.get_field_index("candidate"), "candidate",
+                                              pa.array([None], pa.string()))
+    path = str(tmp_path / "with_a_bad_row.parquet")
+    pq.write_table(pa.concat_tables([table, unscorable]), path)
+    database, out = in_memory_database("drill_db"), str(tmp_path / "drill")
+    options = JobOptions(input=path, output=out, catalog=database, partition_by=("run_date",),
+                         segments=True, on_invalid="quarantine", progress_seconds=0,
+                         resampling=Resampling(paired_bs=True, baseline=SYSTEMS[0], n_bootstrap=20))
+    for _ in range(2):  # the second run replaces the first's partition in every table
+        run = run_job(spark, options).run
+    assert sorted(run["catalog_tables"]) == sorted(f"{database}.{t}" for t in (
+        "stats", "scores", "dashboard", "paired", "rejected", "segments"))
+    for name in ("segments", "rejected", "paired", "dashboard"):
+        assert spark.table(f"{database}.{name}").count() == len(folder_table(out, name)) > 0, name
+    assert spark.table(f"{database}.rejected").select("reason").collect()[0]["reason"]

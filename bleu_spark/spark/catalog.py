@@ -20,9 +20,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import metrics
-from ..errors import OutputError, UsageError
+from ..errors import OutputError
+from ..tablenames import check_database_name as check_database
 
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 OWNER = "bleu_spark.table"          # the table property that marks a table as this job's
 FORMAT_VERSION = "bleu_spark.format_version"
 TABLES = {
@@ -59,23 +59,6 @@ PATTERNS = ((re.compile(r"correct_\d+\Z"), "BLEU: summed clipped n-gram matches 
 # let a Hive-format table (a platform's default) take partitions from the rows too.
 DYNAMIC = {"spark.sql.sources.partitionOverwriteMode": "dynamic",
            "hive.exec.dynamic.partition": "true", "hive.exec.dynamic.partition.mode": "nonstrict"}
-
-
-def check_database(name: str) -> None:
-    """`--catalog DB`: a plain identifier (a catalog's namespace rules differ; this one every
-    catalog takes, and it needs no quoting in a dashboard's SQL)."""
-    if not IDENTIFIER.match(name or ""):
-        raise UsageError(f"--catalog must name a database with letters, digits and '_' (not "
-                         f"starting with a digit), got {name!r}")
-
-
-def check_table_name(name: str) -> tuple:
-    """`--stats-table DB.stats` as (database, table)."""
-    parts = (name or "").split(".")
-    if len(parts) != 2 or not all(IDENTIFIER.match(p) for p in parts):
-        raise UsageError(f"--stats-table must be DATABASE.TABLE, each letters, digits and '_', "
-                         f"got {name!r}")
-    return tuple(parts)
 
 
 def quoted(*parts: str) -> str:
@@ -135,7 +118,7 @@ class CatalogSink:
         return frame
 
     def _exists(self, name: str) -> bool:
-        return self.spark.catalog.tableExists(f"{self.database}.{name}")
+        return self.spark.catalog.tableExists(f"{self.database}.{name}")  # one name: not deprecated
 
     def _check_ours(self, name: str) -> None:
         full = quoted(self.database, name)
@@ -143,7 +126,7 @@ class CatalogSink:
         if properties.get(OWNER) != name:
             raise OutputError(f"table {self.database}.{name} exists and was not made by bleu-spark "
                               f"(no {OWNER} property); name another --catalog database")
-        partitions = [c.name for c in self.spark.catalog.listColumns(name, self.database)
+        partitions = [c.name for c in self.spark.catalog.listColumns(f"{self.database}.{name}")
                       if c.isPartition]
         if partitions != list(self.partition_by):
             raise OutputError(f"table {self.database}.{name} is partitioned by "

@@ -101,7 +101,7 @@ class JobOptions:
             raise UsageError("--segments-columns is only used with --segments")
         if self.segments and not self.output:
             raise UsageError("--segments needs --output DIR: the segments table is written there")
-        if self.report and not self.output:
+        if self.report and self.catalog and not self.output:
             raise UsageError("--report needs --output DIR: the page is a file there")
 
 
