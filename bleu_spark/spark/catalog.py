@@ -108,14 +108,7 @@ class CatalogSink:
         return written
 
     def _frame(self, table) -> DataFrame:
-        if isinstance(table, DataFrame):
-            return table
-        frame = self.spark.createDataFrame(table)
-        # An all-null Arrow column has no type a table can hold: written as a string column.
-        for field in frame.schema.fields:
-            if isinstance(field.dataType, T.NullType):
-                frame = frame.withColumn(field.name, F.col(field.name).cast("string"))
-        return frame
+        return table if isinstance(table, DataFrame) else self.spark.createDataFrame(table)
 
     def _exists(self, name: str) -> bool:
         return self.spark.catalog.tableExists(f"{self.database}.{name}")  # one name: not deprecated
@@ -146,13 +139,14 @@ class CatalogSink:
         for field in target.fields:  # by position, as the table holds them (partitions last)
             if field.name not in mine:  # a column of an earlier run's metric: null in this run
                 columns.append(F.lit(None).cast(field.dataType).alias(field.name))
-            elif mine[field.name].dataType != field.dataType:
+            elif _same_type(mine[field.name].dataType, field.dataType):
+                # cast: an all-null column, or an array whose elements may be null in one only
+                columns.append(F.col(f"`{field.name}`").cast(field.dataType).alias(field.name))
+            else:
                 raise OutputError(f"column {field.name} of {self.database}.{name} is "
                                   f"{field.dataType.simpleString()}, this run's is "
                                   f"{mine[field.name].dataType.simpleString()}; name another "
                                   f"--catalog database")
-            else:
-                columns.append(F.col(f"`{field.name}`"))
         with _settings(self.spark, DYNAMIC):
             frame.select(*columns).write.insertInto(f"{self.database}.{name}", overwrite=True)
 
@@ -168,7 +162,9 @@ class CatalogSink:
                        f"('{OWNER}' = '{name}', '{FORMAT_VERSION}' = '1')")
 
     def _column(self, field: T.StructField) -> str:
-        return (f"`{field.name}` {field.dataType.simpleString()} "
+        # An all-null column has no type a table can hold: a string column until a run has values.
+        kind = "string" if isinstance(field.dataType, T.NullType) else field.dataType.simpleString()
+        return (f"`{field.name}` {kind} "
                 f"COMMENT {_literal(column_comment(field.name, self.partition_by))}")
 
     def _add_columns(self, name: str, schema: T.StructType) -> None:
@@ -179,6 +175,11 @@ class CatalogSink:
         if new:
             self.spark.sql(f"ALTER TABLE {quoted(self.database, name)} ADD COLUMNS "
                            f"({', '.join(self._column(f) for f in new)})")
+
+
+def _same_type(mine: T.DataType, held: T.DataType) -> bool:
+    """The same type as SQL names it (whether elements may be null aside), or all null."""
+    return isinstance(mine, T.NullType) or mine.simpleString() == held.simpleString()
 
 
 def _literal(text: str) -> str:
