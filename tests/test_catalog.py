@@ -284,9 +284,10 @@ def test_a_run_without_partitions_replaces_the_tables_rows_and_aggregate_reads_a
     inputs = day_inputs(str(tmp_path))
     database, scored = in_memory_database("whole_db"), in_memory_database("scored_db")
     out = str(tmp_path / "out")
-    for day in DAYS:  # the second run replaces the first's rows: no partitions
-        run = run_job(spark, JobOptions(input=inputs[day], output=out, catalog=database,
+    for day, folder in zip(DAYS, (None, out)):  # the second replaces the first's rows: no partitions
+        run = run_job(spark, JobOptions(input=inputs[day], output=folder, catalog=database,
                                         progress_seconds=0)).run
+        assert os.path.exists(out) == (folder is not None)  # the first run: the catalog only
     held = spark.sql(f"SELECT run_id, COUNT(*) AS n FROM {database}.dashboard GROUP BY run_id").collect()
     assert [r["run_id"] for r in held] == [run["run_id"]]
     assert held[0]["n"] == len(folder_table(out, "dashboard"))
@@ -322,8 +323,11 @@ def test_segments_rejected_and_paired_tables_go_to_the_catalog_too(spark, tmp_pa
     options = JobOptions(input=path, output=out, catalog=database, partition_by=("run_date",),
                          segments=True, on_invalid="quarantine", progress_seconds=0,
                          resampling=Resampling(paired_bs=True, baseline=SYSTEMS[0], n_bootstrap=20))
+    mode = "spark.sql.sources.partitionOverwriteMode"
+    before = spark.conf.get(mode)
     for _ in range(2):  # the second run replaces the first's partition in every table
         run = run_job(spark, options).run
+    assert spark.conf.get(mode) == before  # dynamic for the job's writes only
     assert sorted(run["catalog_tables"]) == sorted(f"{database}.{t}" for t in (
         "stats", "scores", "dashboard", "paired", "rejected", "segments"))
     for name in ("segments", "rejected", "paired", "dashboard"):

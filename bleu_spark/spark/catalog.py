@@ -55,10 +55,12 @@ PATTERNS = ((re.compile(r"correct_\d+\Z"), "BLEU: summed clipped n-gram matches 
             (re.compile(r"total_\d+\Z"), "BLEU: summed candidate n-grams of this order"),
             (re.compile(r"chrf_[cw]\d+_(hyp|ref|match)\Z"),
              "chrF: summed n-grams of this character (c) or word (w) order"))
-# Set for one write only: each run replaces exactly the partitions it writes; the Hive settings
-# let a Hive-format table (a platform's default) take partitions from the rows too.
-DYNAMIC = {"spark.sql.sources.partitionOverwriteMode": "dynamic",
-           "hive.exec.dynamic.partition": "true", "hive.exec.dynamic.partition.mode": "nonstrict"}
+# Set for one write only: each run replaces exactly the partitions it writes.
+DYNAMIC = {"spark.sql.sources.partitionOverwriteMode": "dynamic"}
+# These let a Hive-format table (where a platform creates those by default) take its partitions
+# from the rows too; a platform that refuses to have them set (some managed runtimes allow only
+# listed settings) has no Hive-format tables to need them.
+HIVE_DYNAMIC = {"hive.exec.dynamic.partition": "true", "hive.exec.dynamic.partition.mode": "nonstrict"}
 
 
 def quoted(*parts: str) -> str:
@@ -147,7 +149,7 @@ class CatalogSink:
                                   f"{field.dataType.simpleString()}, this run's is "
                                   f"{mine[field.name].dataType.simpleString()}; name another "
                                   f"--catalog database")
-        with _settings(self.spark, DYNAMIC):
+        with _settings(self.spark, DYNAMIC), _settings(self.spark, HIVE_DYNAMIC, required=False):
             frame.select(*columns).write.insertInto(f"{self.database}.{name}", overwrite=True)
 
     def _create(self, name: str, schema: T.StructType) -> None:
@@ -187,12 +189,20 @@ def _literal(text: str) -> str:
 
 
 @contextmanager
-def _settings(spark: SparkSession, values: Dict[str, str]):
-    """Session settings changed for one step, then put back as they were."""
-    before = {key: spark.conf.get(key, None) for key in values}
-    for key, value in values.items():
-        spark.conf.set(key, value)
+def _settings(spark: SparkSession, values: Dict[str, str], required: bool = True):
+    """Session settings changed for one step, then put back as they were; `required=False`:
+    one the session refuses to change is left as it is."""
+    before = {}
     try:
+        for key, value in values.items():
+            previous = spark.conf.get(key, None)
+            try:
+                spark.conf.set(key, value)
+            except Exception:  # pyspark's and py4j's errors alike: the platform said no
+                if required:
+                    raise
+                continue
+            before[key] = previous
         yield
     finally:
         for key, value in before.items():
