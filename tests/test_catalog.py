@@ -159,7 +159,9 @@ def runs(tmp_path_factory):
         assert done.returncode == 0, done.stderr[-3000:]
         print(done.stdout.splitlines()[-1])
         assert f"and catalog database {DATABASE}" in done.stdout
-        run_ids.append(json.load(open(f"{out}/run.json"))["run_id"])
+        record = json.load(open(f"{out}/run.json"))
+        assert record["catalog"] == DATABASE
+        run_ids.append(record["run_id"])
     started = time.time()
     server = ThriftServer(metastore)
     print(f"Thrift server listening after {time.time() - started:.1f} s")
