@@ -335,3 +335,5 @@ def test_segments_rejected_and_paired_tables_go_to_the_catalog_too(spark, tmp_pa
     for name in ("segments", "rejected", "paired", "dashboard"):
         assert spark.table(f"{database}.{name}").count() == len(folder_table(out, name)) > 0, name
     assert spark.table(f"{database}.rejected").select("reason").collect()[0]["reason"]
+    with pytest.raises(OutputError, match=r"table drill_db\.\w+ is partitioned by run_date, not by nothing"):
+        run_job(spark, JobOptions(input=path, catalog=database, progress_seconds=0))
