@@ -17,14 +17,17 @@ import pyarrow as pa
 from . import metrics, predicate, record, scoring, segments, settings, statstable, store
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 from .resampling import Resampling
+from .tablenames import check_database_name, check_table_name
 
 ENGINES = settings.option("engine").choices
 
 
 @dataclass(frozen=True)
 class AggregateOptions:
-    stats: str
+    stats: Optional[str] = None                      # a folder or Parquet path; or:
     output: Optional[str] = None
+    stats_table: Optional[str] = None                # DB.TABLE of Spark's catalog
+    catalog: Optional[str] = None                    # also write the tables into DB (Spark)
     group_by: Optional[Tuple[str, ...]] = None       # None: the table's own group columns
     grouping_sets: Optional[Tuple[Tuple[str, ...], ...]] = None
     where: Optional[str] = None                      # a filter (bleu_spark.predicate), not SQL
@@ -46,6 +49,7 @@ class AggregateOptions:
             object.__setattr__(self, "parsed_where", predicate.parse(self.where))
         if self.engine not in ENGINES:
             raise UsageError(f"unknown --engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
+        self._check_catalog()
         if self.group_by is not None and self.grouping_sets is not None:
             raise UsageError("give --group-by or --grouping-sets, not both")
         # Checked now, before any reading, as far as they can be without the statistics (each
@@ -57,8 +61,28 @@ class AggregateOptions:
                              f"measured with theirs")
         metrics.checked_choices(dict(self.choices))
         Resampling(confidence=self.confidence, paired_bs=self.paired_bs, baseline=self.baseline)
-        if self.output:
+        if self.output and self.stats:
             check_output_apart(self.stats, self.output)
+
+    def _check_catalog(self) -> None:
+        """Where the statistics come from and the result goes: Spark's catalog is Spark's."""
+        if (self.stats is None) == (self.stats_table is None):
+            raise UsageError("give --stats PATH or --stats-table DB.TABLE (one of them)")
+        if self.report and self.catalog and not self.output:
+            raise UsageError("--report needs --output DIR: the page is a file there")
+        if self.engine == "local" and (self.stats_table or self.catalog):
+            flag = "--stats-table" if self.stats_table else "--catalog"
+            raise UsageError(f"{flag} reads or writes Spark's catalog: use --engine spark (or "
+                             f"auto), not --engine local")
+        if self.stats_table:
+            check_table_name(self.stats_table)
+        if self.catalog:
+            check_database_name(self.catalog)
+
+    @property
+    def source(self) -> str:
+        """The statistics read, as the messages and run.json name them."""
+        return self.stats if self.stats is not None else self.stats_table
 
     @property
     def resamples(self) -> bool:
@@ -73,7 +97,8 @@ class AggregateOptions:
 
     @property
     def on_spark(self) -> bool:
-        return self.engine == "spark" or (self.engine == "auto" and not _is_local(self.stats))
+        return self.engine == "spark" or (self.engine == "auto" and (
+            self.stats_table is not None or self.catalog is not None or not _is_local(self.stats)))
 
 
 @dataclass
@@ -128,6 +153,11 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
     started = time.time()
     run_id = store.new_run_id()
     output = store.open_output(options.output, (), run_id) if options.output else None
+    tables = None
+    if options.catalog:
+        from .spark.catalog import CatalogSink
+
+        tables = CatalogSink(spark, options.catalog, (), run_id).open()
     try:
         stats = _read(options, spark)
         statstable.check_measurement(stats)
@@ -152,16 +182,24 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
             from .spark.runtime import describe
 
             run["spark"] = describe(spark)
+        if tables:
+            from .spark.catalog import Sinks
+
+            scoring.write_views(Sinks(None, tables, ()), stats, scores, sets, config, run, False,
+                                resampling, paired=paired)
         if output:
             scoring.write_views(output, stats, scores, sets, config, run, False, resampling,
                                 paired=paired)
             if options.report:
-                kept = tuple(c for c in partition_columns(options.stats) if c in finest)
+                kept = tuple(c for c in partition_columns(options.stats) if c in finest) \
+                    if options.stats else ()
                 page = scoring.report_html(stats, sets, config, kept, run, resampling=resampling,
                                            paired=paired)
                 output.write_bytes("report.html", page.encode())
             run["timings"] = {"total_s": time.time() - started}
             output.commit(run)
+        if tables:
+            run["catalog_tables"] = tables.commit()
         return AggregateResult(scores, run, stats, paired)
     except BaseException:
         if output:
@@ -191,13 +229,18 @@ def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[Res
 def _read(options: AggregateOptions, spark) -> pa.Table:
     if not options.on_spark:
         stats = statstable.read(options.stats, options.parsed_where)
+    elif options.stats_table:
+        from .spark.aggregate import read_stats_table
+
+        stats = read_stats_table(spark, options.stats_table, options.parsed_where,
+                                 options.kept_columns, options.resamples)
     else:
         from .spark.aggregate import read_stats
 
         stats = read_stats(spark, options.stats, options.parsed_where, options.kept_columns,
                            options.resamples)
     if options.parsed_where is not None and stats.num_rows == 0:
-        raise EmptySelectionError(f"--where selects no rows of {options.stats} (columns it "
+        raise EmptySelectionError(f"--where selects no rows of {options.source} (columns it "
                                   f"names: {', '.join(options.parsed_where.columns())})")
     return stats
 
@@ -205,7 +248,8 @@ def _read(options: AggregateOptions, spark) -> pa.Table:
 def run_record(options: AggregateOptions, config: dict, stats: pa.Table, scores: List[dict], sets,
                run_id: str, warnings: Sequence[str] = ()) -> dict:
     return {
-        **record.started(run_id, "aggregate"), "stats": options.stats, "output": options.output,
+        **record.started(run_id, "aggregate"), "stats": options.source, "output": options.output,
+        "catalog": options.catalog,
         "where": options.where, "engine": "spark" if options.on_spark else "local",
         **record.grouping(dict.fromkeys(c for s in sets for c in s), sets),
         "config": metrics.config_record(config),

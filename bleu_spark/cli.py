@@ -167,9 +167,11 @@ def effective_settings(args: argparse.Namespace) -> dict:
         if option.kind in (settings.COLUMNS, settings.NUMBERS) and isinstance(values[key], str):
             values[key] = _csv(values[key])
     values["grouping_sets"] = parse_grouping_sets(values["grouping_sets"])
-    for key in ("input", "output"):
-        if not values[key]:
-            raise UsageError(f"--{key} is required (on the command line or in the job file)")
+    if not values["input"]:
+        raise UsageError("--input is required (on the command line or in the job file)")
+    if not values["output"] and not values["catalog"]:
+        raise UsageError("--output DIR or --catalog DB is required (or both; on the command line "
+                         "or in the job file)")
     return values
 
 
@@ -191,7 +193,7 @@ def job_options(values: dict):
 
     group_by = values["group_by"]
     return JobOptions(
-        input=values["input"], output=values["output"],
+        input=values["input"], output=values["output"], catalog=values["catalog"],
         group_by=tuple(group_by) if group_by is not None else None,
         candidate_col=values["candidate_col"], references_cols=tuple(values["references_col"]),
         langpair_col=values["langpair_col"], references=values["references"],
@@ -221,14 +223,15 @@ def resampling_options(values: dict):
 def aggregate_options(args: argparse.Namespace):
     from .aggregate import AggregateOptions
 
-    if not args.output:
-        raise UsageError("--output is required")
+    if not args.output and not args.catalog:
+        raise UsageError("--output DIR or --catalog DB is required (or both)")
     # The metrics' options aggregate takes (docs/options.md): those given.
     choices = tuple((o.key, _csv(v) if o.kind == settings.NUMBERS else v)
                     for o in settings.declared() if settings.AGGREGATE in o.commands
                     and o.key in settings.metric_options() and (v := getattr(args, o.key)) is not None)
     group_by = tuple(_csv(args.group_by)) if args.group_by is not None else None
-    return AggregateOptions(stats=args.stats, output=args.output, group_by=group_by,
+    return AggregateOptions(stats=args.stats, stats_table=args.stats_table, output=args.output,
+                            catalog=args.catalog, group_by=group_by,
                             grouping_sets=parse_grouping_sets(args.grouping_sets),
                             where=args.where, report=bool(args.report), engine=args.engine,
                             choices=choices,
@@ -248,7 +251,7 @@ def run_score(args: argparse.Namespace) -> int:
     install_signal_handlers()
     try:
         result = run_job(spark, options)
-        _written.append(options.output)
+        _written.append(written_to(options))
     finally:
         _stop_spark(spark)
     rows = result.run["rows"]
@@ -261,8 +264,16 @@ def run_score(args: argparse.Namespace) -> int:
     if result.run["unmatched_reference_segments"]:
         print(f"{PROG}: note: {result.run['unmatched_reference_segments']} reference segments "
               f"matched no candidate", file=sys.stderr)
-    print(wrote_line(options.output, result.run["timings"]["total_s"]))
+    print(wrote_line(written_to(options), result.run["timings"]["total_s"]))
     return 0
+
+
+def written_to(options) -> str:
+    """Where a run's result went: its folder, its catalog database, or both."""
+    places = [options.output] if options.output else []
+    if options.catalog:
+        places.append(f"catalog database {options.catalog}")
+    return " and ".join(places)
 
 
 def run_aggregate(args: argparse.Namespace) -> int:
@@ -283,7 +294,7 @@ def run_aggregate(args: argparse.Namespace) -> int:
     rows = result.run["rows"]
     console.print_scores(result, f"segments: scored {rows['scored']}, rejected {rows['rejected']}")
     console.print_warnings(result.run["warnings"])
-    print(wrote_line(options.output, result.run["timings"]["total_s"]))
+    print(wrote_line(written_to(options), result.run["timings"]["total_s"]))
     return 0
 
 

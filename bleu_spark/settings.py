@@ -159,7 +159,12 @@ RUN_OPTIONS = (
            help="write the output's tables as Hive partitions of these input columns (e.g. "
                 "run_date); a run replaces only its own"),
     Option("output", STRING, group=SHOWING, commands=BOTH,
-           help="output directory (required); docs/outputs.md lists what it holds"),
+           help="output directory (this or --catalog, or both); docs/outputs.md lists what it "
+                "holds"),
+    Option("catalog", STRING, group=SHOWING, commands=BOTH, metavar="DB",
+           help="also (or instead of --output) write the tables into Spark's catalog as "
+                "DB.scores, DB.dashboard, DB.stats, ...: created on first use, partitioned by "
+                "--partition-by, a run replacing its own partitions (docs/cluster.md)"),
     Option("group_by", COLUMNS, group=SHOWING, commands=BOTH,
            help="comma-separated group columns (score: system,langpair, those present; "
                 "aggregate: the table's own; '' for one corpus)"),
@@ -195,8 +200,12 @@ RUN_OPTIONS = (
            help="resampling seed (default: 12345, sacrebleu's)"),
     Option("n_ar_trials", INTEGER, 10000, group=MORE_RESAMPLING, metavar="T", bounds=(True, 1, 100_000),
            help="approximate randomization trials (default: 10000)"),
-    Option("stats", STRING, commands=(AGGREGATE,), metavar="PATH", job_file=False, required=True,
-           help="a result folder of bleu-spark, its stats/ folder, or statistics Parquet"),
+    Option("stats", STRING, commands=(AGGREGATE,), metavar="PATH", job_file=False,
+           help="a result folder of bleu-spark, its stats/ folder, or statistics Parquet (this "
+                "or --stats-table)"),
+    Option("stats_table", STRING, commands=(AGGREGATE,), metavar="DB.TABLE", job_file=False,
+           help="statistics from a table of Spark's catalog (score --catalog DB writes "
+                "DB.stats), read on Spark"),
     Option("where", STRING, commands=(AGGREGATE,), metavar="PREDICATE", job_file=False,
            help="a filter over group and measurement columns, not SQL: comparisons with "
                 "literals, AND, OR, NOT, IN, BETWEEN, IS NULL, LIKE; e.g. \"langpair = 'en-de'\""),

@@ -38,9 +38,10 @@ def spm_model(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     """One local[2] session for every Spark test, with few shuffle partitions and the JIT
-    tier the console script starts its JVM with."""
+    tier the console script starts its JVM with; its catalog's warehouse in a temp folder, not
+    the working directory (the catalog tests make databases)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # tests bind to loopback only
     from pyspark.sql import SparkSession
@@ -50,6 +51,7 @@ def spark():
     session = (SparkSession.builder.master("local[2]").appName("bleu-spark-tests")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.ui.enabled", "false")
+               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
                .config("spark.driver.extraJavaOptions", FIRST_TIER_JIT)
                .getOrCreate())
     yield session

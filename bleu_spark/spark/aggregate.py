@@ -17,6 +17,7 @@ from pyspark.sql import types as T
 from .. import metrics, predicate, segments, statstable, store
 from ..errors import InputNotFoundError
 from ..predicate import Predicate
+from ..tablenames import check_table_name
 from . import io
 
 FILE = "_bleu_spark_file"  # each row's file, while its partition values are joined on
@@ -36,6 +37,23 @@ def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None
         frame = read_partitioned(spark, stats_path, marker)
     else:
         frame = io.read_parquet(spark, stats_path, what="statistics", merge_schema=True)
+    return summed_stats(frame, path, where, kept, resample)
+
+
+def read_stats_table(spark: SparkSession, name: str, where: Optional[Predicate] = None,
+                     kept: Optional[Sequence[str]] = None, resample: bool = False) -> pa.Table:
+    """Statistics of a table of Spark's catalog (`score --catalog DB` writes `DB.stats`), summed
+    per group as `read_stats` sums a folder's; its partition columns are group columns."""
+    database, table = check_table_name(name)
+    if not spark.catalog.tableExists(f"{database}.{table}"):
+        raise InputNotFoundError(f"--stats-table {name}: no such table in Spark's catalog "
+                                 f"(its settings name the catalog: docs/cluster.md)")
+    return summed_stats(spark.table(f"`{database}`.`{table}`"), name, where, kept, resample)
+
+
+def summed_stats(frame: DataFrame, path: str, where: Optional[Predicate] = None,
+                 kept: Optional[Sequence[str]] = None, resample: bool = False) -> pa.Table:
+    """Statistics rows (`path` names where they are, for messages) filtered and summed."""
     if statstable.METRIC_OPTIONS not in frame.columns:  # saved before it existed: BLEU's ''
         frame = frame.withColumn(statstable.METRIC_OPTIONS, F.lit(""))
     columns = frame.columns

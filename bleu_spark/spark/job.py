@@ -24,7 +24,7 @@ from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..resampling import POISSON, SACREBLEU, Resampling
 from ..rows import HINTS
 from ..shown import shown
-from . import drilldown, inputs, io, runtime
+from . import catalog, drilldown, inputs, io, runtime
 from .failures import lost_worker_failure, memory_failure
 from .plan import grouping_sets, plan_for
 from .progress import Progress, say as say_progress
@@ -45,6 +45,7 @@ MAX_SACREBLEU_ROWS = 2_000_000
 class JobOptions:
     input: str
     output: Optional[str] = None
+    catalog: Optional[str] = None                   # a database of Spark's catalog, for the tables
     group_by: Optional[Tuple[str, ...]] = None      # None: those of DEFAULT_GROUP_BY present
     grouping_sets: Optional[Tuple[Tuple[str, ...], ...]] = None  # several groupings, one pass
     partition_by: Tuple[str, ...] = ()              # Hive partitions of the output, e.g. run_date
@@ -100,6 +101,8 @@ class JobOptions:
             raise UsageError("--segments-columns is only used with --segments")
         if self.segments and not self.output:
             raise UsageError("--segments needs --output DIR: the segments table is written there")
+        if self.report and self.catalog and not self.output:
+            raise UsageError("--report needs --output DIR: the page is a file there")
 
     @property
     def choices(self) -> dict:
@@ -269,6 +272,8 @@ def preflight(options: JobOptions) -> None:
         refs = io.local_schema(options.references, what="references")
         if refs is not None:
             io.check_columns(refs, inputs.references_table_rules(options, refs), table="references")
+    if options.catalog:
+        catalog.check_database(options.catalog)
     if options.output:
         io.check_output_outside_input(options.input, options.output)
         if options.references:
@@ -282,6 +287,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     table = io.InputTable(spark, options.input)
     schema = table.schema  # a remote path that is not there fails here, before any output
     output = store.open_output(options.output, options.partition_by, run_id) if options.output else None
+    tables = catalog.CatalogSink(spark, options.catalog, options.partition_by, run_id).open() \
+        if options.catalog else None
     if options.text.spm_model:
         runtime.ship_file(spark, options.text.spm_model)
     try:
@@ -343,12 +350,16 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id,
                          input_bytes)
         run["tokenizers"] = tokenizers
-        if output:
+        drill = None
+        if output or tables:
             write_start = time.time()
-            if measurement.rejected:
+            if measurement.rejected and output:
                 write_rejected(measurement.rejected_frame(), output, options.partition_by)
+            if measurement.rejected and tables:
+                tables.write_table("rejected", measurement.rejected_frame())
             drill = _drilldown(spark, plan, schema, resampling) if options.report else None
-            scoring.write_views(output, measurement.stats, scores, measurement.sets, options.choices,
+            scoring.write_views(catalog.Sinks(output, tables, options.partition_by),
+                                measurement.stats, scores, measurement.sets, options.choices,
                                 run, options.report, resampling, measurement.segments, paired, drill)
             timings["write_s"] = time.time() - write_start
         timings["total_s"] = time.time() - started
@@ -361,6 +372,12 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                 staged, measurement.stats, measurement.sets, options.choices, run, hashed, drill)) \
                 if options.report and options.partition_by else None
             output.commit(run, report)
+        if tables:
+            if plan.segments:  # the tasks' files, as the folder now holds them
+                tables.write_table(segments.TABLE, catalog.committed_segments(
+                    spark, options.output, _partition_types(schema, plan.segments.partition_by),
+                    measurement.stats))
+            run["catalog_tables"] = tables.commit()
         return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)
     except BaseException as exc:
         if output:
@@ -414,13 +431,17 @@ def _drilldown(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
     tasks wrote them; None without them."""
     if plan.segments is None:
         return None
-    from pyspark.sql.pandas.types import to_arrow_type
-
     where = plan.segments
-    types = {c: str(to_arrow_type(schema[c].dataType)) for c in where.partition_by}
-    frame = drilldown.read(spark, where.uri, where.partition_by, types)
+    frame = drilldown.read(spark, where.uri, where.partition_by,
+                           _partition_types(schema, where.partition_by))
     return drilldown.highlights(frame, plan.group_cols, where.key_cols,
                                 [name for name, _ in where.carried], resampling.baseline)
+
+
+def _partition_types(schema: T.StructType, partition_by: Sequence[str]) -> dict:
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return {c: str(to_arrow_type(schema[c].dataType)) for c in partition_by}
 
 
 def write_rejected(frame: DataFrame, output, partition_by: Sequence[str]) -> None:

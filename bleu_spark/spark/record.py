@@ -30,7 +30,8 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
                            f"rejected {n_rejected}")
     return {
         **record.started(run_id, "score"),
-        "input": options.input, "output": options.output, "references": options.references,
+        "input": options.input, "output": options.output, "catalog": options.catalog,
+        "references": options.references,
         "join_on": list(options.join_on), "segment_key": list(measurement.input.segment_key),
         **record.grouping(measurement.plan.group_cols, measurement.sets, options.partition_by),
         "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),

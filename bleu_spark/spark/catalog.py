@@ -1,0 +1,250 @@
+"""Tables in Spark's catalog (`--catalog DB`): a run's tables written as `DB.scores`,
+`DB.dashboard`, `DB.stats`, ... beside or instead of the output folder, and statistics read back
+from `DB.stats` (`aggregate --stats-table`).
+
+Only Spark SQL is used, so the catalog and the table format are whatever the platform's Spark
+settings make them (a Hive metastore, Glue, Unity, an Iceberg or Delta catalog): tables are
+created without a format, which is then `spark.sql.sources.default`. Each run replaces exactly
+the partitions it produced (dynamic partition overwrite, set for that write only), or every row
+of a table without `--partition-by`; a later run's new columns are added to the table.
+"""
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from typing import Dict, List, Optional, Sequence
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .. import metrics
+from ..errors import OutputError
+from ..tablenames import check_database_name as check_database
+
+OWNER = "bleu_spark.table"          # the table property that marks a table as this job's
+FORMAT_VERSION = "bleu_spark.format_version"
+TABLES = {
+    "scores": "bleu-spark: a row per group of every grouping set and metric, its corpus score",
+    "dashboard": "bleu-spark: a row per group and metric with the summed statistics of its score "
+                 "(sum them, never average scores: docs/dashboard.md)",
+    "stats": "bleu-spark: summed statistics per group and metric at the finest grain measured "
+             "(bleu-spark aggregate --stats-table reads them)",
+    "segments": "bleu-spark: a row per scored input row and metric (--segments)",
+    "paired": "bleu-spark: paired tests of each system against the baseline",
+    "rejected": "bleu-spark: input rows that could not be scored, with their reason",
+}
+COLUMNS = {
+    "grouping": "the grouping set of the row: its columns sorted, without the partition columns",
+    "metric": "bleu, chrf, chrf++ or ter",
+    "score": "the corpus score of the group under the metric, 0-100",
+    "sys_len": "BLEU: summed candidate tokens", "ref_len": "BLEU: summed closest reference lengths",
+    "n_segments": "segments scored", "n_rejected": "rows rejected, with a reason",
+    "n_reference_segments": "segments in the group's reference set (null without segment keys)",
+    "coverage": "n_segments / n_reference_segments",
+    "signature": "sacrebleu's signature", "tokenize": "the tokenizer",
+    "ci_low": "95% interval, low end (--confidence)", "ci_high": "95% interval, high end",
+    "rank": "rank within the comparison group (--clusters)", "cluster": "significance cluster",
+    "run_id": "the run that wrote the row", "run_time": "when that run started (UTC)",
+    "reason": "why the row could not be scored (docs/input.md reason codes)",
+    "ter_edits": "TER: summed edits",
+    "ter_ref_len_scaled": "TER: summed mean reference lengths times 2520",
+}
+PATTERNS = ((re.compile(r"correct_\d+\Z"), "BLEU: summed clipped n-gram matches of this order"),
+            (re.compile(r"total_\d+\Z"), "BLEU: summed candidate n-grams of this order"),
+            (re.compile(r"chrf_[cw]\d+_(hyp|ref|match)\Z"),
+             "chrF: summed n-grams of this character (c) or word (w) order"))
+# Set for one write only: each run replaces exactly the partitions it writes.
+DYNAMIC = {"spark.sql.sources.partitionOverwriteMode": "dynamic"}
+# These let a Hive-format table (where a platform creates those by default) take its partitions
+# from the rows too; a platform that refuses to have them set (some managed runtimes allow only
+# listed settings) has no Hive-format tables to need them.
+HIVE_DYNAMIC = {"hive.exec.dynamic.partition": "true", "hive.exec.dynamic.partition.mode": "nonstrict"}
+
+
+def quoted(*parts: str) -> str:
+    return ".".join(f"`{p}`" for p in parts)
+
+
+def column_comment(name: str, partition_by: Sequence[str]) -> str:
+    if name in partition_by:
+        return "partition column, from the input"
+    if name in COLUMNS:
+        return COLUMNS[name]
+    for pattern, comment in PATTERNS:
+        if pattern.match(name):
+            return comment
+    return "measurement or score field" if metrics.is_stat_column(name) else "from the run"
+
+
+class CatalogSink:
+    """A run's tables held as they are made, then written into `database` at `commit`."""
+
+    def __init__(self, spark: SparkSession, database: str, partition_by: Sequence[str], run_id: str):
+        check_database(database)
+        self.spark, self.database = spark, database
+        self.partition_by, self.run_id = tuple(partition_by), run_id
+        self.tables: Dict[str, object] = {}   # name -> pa.Table or DataFrame, in write order
+
+    def open(self) -> "CatalogSink":
+        """Tables of ours already there checked now, before any scoring: a foreign one, or one
+        partitioned otherwise, fails the run before it costs anything."""
+        for name in TABLES:
+            if self._exists(name):
+                self._check_ours(name)
+        return self
+
+    def write_table(self, name: str, table) -> None:
+        self.tables[name] = table
+
+    def commit(self) -> List[str]:
+        """Every table written, the database created first if need be; the names written."""
+        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quoted(self.database)} "
+                       f"COMMENT 'bleu-spark results'")
+        written = []
+        for name, table in self.tables.items():
+            frame = self._frame(table)
+            self._write(name, frame)
+            written.append(f"{self.database}.{name}")
+        return written
+
+    def _frame(self, table) -> DataFrame:
+        return table if isinstance(table, DataFrame) else self.spark.createDataFrame(table)
+
+    def _exists(self, name: str) -> bool:
+        return self.spark.catalog.tableExists(f"{self.database}.{name}")  # one name: not deprecated
+
+    def _check_ours(self, name: str) -> None:
+        full = quoted(self.database, name)
+        properties = {r[0]: r[1] for r in self.spark.sql(f"SHOW TBLPROPERTIES {full}").collect()}
+        if properties.get(OWNER) != name:
+            raise OutputError(f"table {self.database}.{name} exists and was not made by bleu-spark "
+                              f"(no {OWNER} property); name another --catalog database")
+        partitions = [c.name for c in self.spark.catalog.listColumns(f"{self.database}.{name}")
+                      if c.isPartition]
+        if partitions != list(self.partition_by):
+            raise OutputError(f"table {self.database}.{name} is partitioned by "
+                              f"{','.join(partitions) or 'nothing'}, not by "
+                              f"{','.join(self.partition_by) or 'nothing'}; name another "
+                              f"--catalog database or pass the same --partition-by")
+
+    def _write(self, name: str, frame: DataFrame) -> None:
+        if not self._exists(name):
+            self._create(name, frame.schema)
+        else:
+            self._check_ours(name)
+            self._add_columns(name, frame.schema)
+        target = self.spark.table(f"{self.database}.{name}").schema
+        mine = {f.name: f for f in frame.schema.fields}
+        columns = []
+        for field in target.fields:  # by position, as the table holds them (partitions last)
+            if field.name not in mine:  # a column of an earlier run's metric: null in this run
+                columns.append(F.lit(None).cast(field.dataType).alias(field.name))
+            elif _same_type(mine[field.name].dataType, field.dataType):
+                # cast: an all-null column, or an array whose elements may be null in one only
+                columns.append(F.col(f"`{field.name}`").cast(field.dataType).alias(field.name))
+            else:
+                raise OutputError(f"column {field.name} of {self.database}.{name} is "
+                                  f"{field.dataType.simpleString()}, this run's is "
+                                  f"{mine[field.name].dataType.simpleString()}; name another "
+                                  f"--catalog database")
+        with _settings(self.spark, DYNAMIC), _settings(self.spark, HIVE_DYNAMIC, required=False):
+            frame.select(*columns).write.insertInto(f"{self.database}.{name}", overwrite=True)
+
+    def _create(self, name: str, schema: T.StructType) -> None:
+        missing = [c for c in self.partition_by if c not in schema.fieldNames()]
+        if missing:
+            raise OutputError(f"table {name} has no partition column {', '.join(missing)}")
+        columns = ", ".join(self._column(f) for f in schema.fields)
+        partitioned = f" PARTITIONED BY ({', '.join(f'`{c}`' for c in self.partition_by)})" \
+            if self.partition_by else ""
+        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {quoted(self.database, name)} ({columns})"
+                       f"{partitioned} COMMENT {_literal(TABLES[name])} TBLPROPERTIES "
+                       f"('{OWNER}' = '{name}', '{FORMAT_VERSION}' = '1')")
+
+    def _column(self, field: T.StructField) -> str:
+        # An all-null column has no type a table can hold: a string column until a run has values.
+        kind = "string" if isinstance(field.dataType, T.NullType) else field.dataType.simpleString()
+        return (f"`{field.name}` {kind} "
+                f"COMMENT {_literal(column_comment(field.name, self.partition_by))}")
+
+    def _add_columns(self, name: str, schema: T.StructType) -> None:
+        """A later run's new columns (another metric's statistics, intervals) added to the
+        table: its rows of earlier runs hold null there."""
+        held = set(self.spark.table(f"{self.database}.{name}").columns)
+        new = [f for f in schema.fields if f.name not in held]
+        if new:
+            self.spark.sql(f"ALTER TABLE {quoted(self.database, name)} ADD COLUMNS "
+                           f"({', '.join(self._column(f) for f in new)})")
+
+
+def _same_type(mine: T.DataType, held: T.DataType) -> bool:
+    """The same type as SQL names it (whether elements may be null aside), or all null."""
+    return isinstance(mine, T.NullType) or mine.simpleString() == held.simpleString()
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@contextmanager
+def _settings(spark: SparkSession, values: Dict[str, str], required: bool = True):
+    """Session settings changed for one step, then put back as they were; `required=False`:
+    one the session refuses to change is left as it is."""
+    before = {}
+    try:
+        for key, value in values.items():
+            previous = spark.conf.get(key, None)
+            try:
+                spark.conf.set(key, value)
+            except Exception:  # pyspark's and py4j's errors alike: the platform said no
+                if required:
+                    raise
+                continue
+            before[key] = previous
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def committed_segments(spark: SparkSession, folder: str, types: Dict[str, str],
+                       stats: pa.Table) -> DataFrame:
+    """This run's rows of the segments table its tasks wrote, read from the committed folder:
+    with `--partition-by`, the folder's other partitions are earlier runs', not this one's."""
+    from . import drilldown
+    from .. import segments
+
+    partition_by = list(types)
+    frame = drilldown.read(spark, f"{folder.rstrip('/')}/{segments.TABLE}", partition_by, types)
+    if not partition_by:
+        return frame
+    mine = spark.createDataFrame(stats.select(partition_by)).distinct()
+    same = [frame[c].eqNullSafe(mine[c]) for c in partition_by]
+    return frame.join(mine, on=same, how="left_semi")
+
+
+class Sinks:
+    """What `scoring.write_views` writes into: the tables to the folder and the catalog, the
+    files (scores.json, report.html) to the folder only."""
+
+    def __init__(self, folder, catalog: Optional[CatalogSink], partition_by: Sequence[str]):
+        self.folder, self.catalog = folder, catalog
+        self.partition_by = tuple(partition_by)
+
+    def write_table(self, name: str, table: pa.Table) -> None:
+        for sink in (self.folder, self.catalog):
+            if sink is not None:
+                sink.write_table(name, table)
+
+    def write_json(self, name: str, value) -> None:
+        if self.folder is not None:
+            self.folder.write_json(name, value)
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        if self.folder is not None:
+            self.folder.write_bytes(name, data)

@@ -1,0 +1,339 @@
+"""Tables in Spark's catalog (`--catalog DB`), as a scheduled job writes them and a BI tool reads
+them: scoring runs as processes with Hive support over an embedded Derby metastore in a temp
+folder, then Spark's Thrift JDBC server over the same metastore, queried with beeline (both from
+the pyspark wheel), compared with what DuckDB reads from the same runs' output folder.
+
+Derby embedded admits one process at a time: the runs end before the server starts."""
+import csv
+import io
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from bleu_spark import cli
+from bleu_spark.errors import OutputError, UsageError
+from conftest import ROOT, SAMPLE
+
+pytestmark = [pytest.mark.catalog, pytest.mark.spark]
+
+SYSTEMS = ("Online-A", "Online-B", "Online-G")
+PAIRS = ("cs-en", "de-en", "en-de")
+DAYS = ("2026-01-01", "2026-01-02")
+DATABASE = "mt"
+
+
+def pyspark_home() -> str:
+    import pyspark
+
+    return os.path.dirname(pyspark.__file__)
+
+
+class Metastore:
+    """A Derby metastore and a warehouse in a folder, and the Spark settings that use them."""
+
+    def __init__(self, folder):
+        self.folder = str(folder)
+        self.conf = {
+            "spark.sql.catalogImplementation": "hive",
+            "spark.sql.warehouse.dir": f"{self.folder}/warehouse",
+            "spark.hadoop.javax.jdo.option.ConnectionURL":
+                f"jdbc:derby:;databaseName={self.folder}/metastore_db;create=true",
+            "spark.ui.enabled": "false",
+        }
+
+    def env(self) -> dict:
+        env = dict(os.environ, PYTHONPATH=ROOT, PYSPARK_PYTHON=sys.executable,
+                   SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=pyspark_home())
+        confs = " ".join(f"--conf {k}={v}" for k, v in self.conf.items())
+        env["PYSPARK_SUBMIT_ARGS"] = f"--master local[2] {confs} pyspark-shell"
+        return env
+
+    def score(self, *args: str) -> subprocess.CompletedProcess:
+        """`bleu-spark score ...` as a scheduler runs it: a process of its own."""
+        return subprocess.run([sys.executable, "-m", "bleu_spark", "score", "--progress-seconds",
+                               "0", *args], cwd=self.folder, env=self.env(), capture_output=True,
+                              text=True, timeout=240)
+
+
+class ThriftServer:
+    """Spark's Thrift JDBC/ODBC server from the wheel, on loopback, over the metastore."""
+
+    def __init__(self, metastore: Metastore):
+        self.metastore = metastore
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        home = pyspark_home()
+        command = [os.path.join(home, "bin", "spark-submit"), "--class",
+                   "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2", "--master", "local[1]",
+                   *[a for k, v in metastore.conf.items() if k != "spark.sql.catalogImplementation"
+                     for a in ("--conf", f"{k}={v}")],
+                   "--hiveconf", f"hive.server2.thrift.port={self.port}",
+                   "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1", "spark-internal"]
+        self.log = open(os.path.join(metastore.folder, "thrift.log"), "wb")
+        # spark-submit ends in `exec java`: this PID is the server's JVM.
+        self.process = subprocess.Popen(command, cwd=metastore.folder, env=metastore.env(),
+                                        stdout=self.log, stderr=subprocess.STDOUT)
+        self._wait()
+
+    def _wait(self, timeout: float = 120) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the Thrift server ended: see {self.log.name}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError("the Thrift server did not listen in time")
+
+    def query(self, sql: str, database: str = DATABASE) -> list:
+        """Rows of `sql` as a JDBC client gets them (beeline, tab-separated), every value as
+        text (no value here holds a tab)."""
+        path = os.path.join(self.metastore.folder, "query.sql")
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(sql.strip().rstrip(";") + ";\n")
+        done = subprocess.run(
+            ["java", "-cp", os.path.join(pyspark_home(), "jars", "*"), "org.apache.hive.beeline.BeeLine",
+             "-u", f"jdbc:hive2://127.0.0.1:{self.port}/{database}", "--outputformat=tsv2",
+             "--silent=true", "--showHeader=true", "-f", path],
+            capture_output=True, text=True, timeout=120, cwd=self.metastore.folder)
+        lines = [line for line in done.stdout.splitlines() if line.strip()]
+        assert done.returncode == 0 and lines, done.stderr[-2000:]
+        return list(csv.DictReader(io.StringIO("\n".join(lines)), delimiter="\t",
+                                   quoting=csv.QUOTE_NONE))
+
+    def stop(self) -> None:
+        os.kill(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        self.log.close()
+
+
+def day_inputs(folder) -> dict:
+    """The sample's rows of a few systems and pairs, split into two days: a file each in
+    `folder/days/`."""
+    table = pq.read_table(SAMPLE)
+    table = table.filter(pc.and_(pc.is_in(table["system"], pa.array(SYSTEMS)),
+                                 pc.is_in(table["langpair"], pa.array(PAIRS))))
+    paths = {}
+    os.makedirs(os.path.join(folder, "days"), exist_ok=True)
+    for parity, day in enumerate(DAYS):
+        rows = table.filter(pc.equal(pc.bit_wise_and(table["seg_id"], 1), parity))
+        rows = rows.append_column("run_date", pa.repeat(pa.scalar(day), rows.num_rows))
+        paths[day] = os.path.join(folder, "days", f"{day}.parquet")
+        pq.write_table(rows, paths[day])
+    return paths
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Both days scored with BLEU in one run, then day 1 again with BLEU and chrF, each into the
+    catalog and into a partitioned folder (a run a process, as a scheduler starts them; two
+    runs, not three, to keep the module's time down); then the Thrift server over the
+    metastore."""
+    folder = tmp_path_factory.mktemp("catalog")
+    metastore = Metastore(folder)
+    inputs = day_inputs(str(folder))
+    out = str(folder / "out")
+    run_ids = []
+    for path, metrics in ((os.path.dirname(inputs[DAYS[0]]), "bleu"), (inputs[DAYS[0]], "bleu,chrf")):
+        done = metastore.score("--input", path, "--output", out, "--catalog", DATABASE,
+                               "--partition-by", "run_date", "--metrics", metrics)
+        assert done.returncode == 0, done.stderr[-3000:]
+        print(done.stdout.splitlines()[-1])
+        assert f"and catalog database {DATABASE}" in done.stdout
+        record = json.load(open(f"{out}/run.json"))
+        assert record["catalog"] == DATABASE
+        run_ids.append(record["run_id"])
+    started = time.time()
+    server = ThriftServer(metastore)
+    print(f"Thrift server listening after {time.time() - started:.1f} s")
+    yield {"out": out, "run_ids": run_ids, "server": server}
+    server.stop()
+
+
+def folder_table(out: str, name: str) -> list:
+    with duckdb.connect() as con:
+        found = con.execute(f"SELECT * FROM read_parquet('{out}/{name}/**/*.parquet', "
+                            f"hive_partitioning = true, union_by_name = true)")
+        names = [d[0] for d in found.description]
+        return [dict(zip(names, row)) for row in found.fetchall()]
+
+
+def test_each_days_rows_are_in_the_catalog_once_and_a_rerun_replaced_its_day_only(runs):
+    server, (first, rerun) = runs["server"], runs["run_ids"]
+    rows = server.query("SELECT run_date, metric, run_id, COUNT(*) AS n FROM dashboard "
+                        "GROUP BY run_date, metric, run_id ORDER BY run_date, metric")
+    expected = {}
+    for row in folder_table(runs["out"], "dashboard"):
+        key = (str(row["run_date"]), row["metric"], row["run_id"])
+        expected[key] = expected.get(key, 0) + 1
+    assert {(r["run_date"], r["metric"], r["run_id"]): int(r["n"]) for r in rows} == expected
+    # day 1 holds the rerun's rows only (BLEU and chrF), day 2 the first run's BLEU rows
+    assert {k[:3] for k in expected} == {(DAYS[0], "bleu", rerun), (DAYS[0], "chrf", rerun),
+                                         (DAYS[1], "bleu", first)}
+    assert all(n == expected[(DAYS[0], "bleu", rerun)] for n in expected.values())
+
+
+def test_the_catalogs_scores_equal_the_folders(runs):
+    keys = ("run_date", "grouping", "system", "langpair", "metric")
+    catalog = runs["server"].query("SELECT run_date, grouping, system, langpair, metric, score, "
+                                   "signature FROM scores")
+    folder = folder_table(runs["out"], "scores")
+    text = lambda v: "" if v is None else str(v)  # beeline writes null as an empty field
+    mine = {tuple(r[k] for k in keys): (float(r["score"]), r["signature"]) for r in catalog}
+    theirs = {tuple(text(r[k]) for k in keys): (r["score"], r["signature"]) for r in folder}
+    assert len(mine) == len(catalog) == len(folder) > 0
+    assert mine == theirs  # Java prints a double so that it reads back bit for bit
+
+
+def test_a_later_runs_metric_added_its_columns_with_comments(runs):
+    described = runs["server"].query("DESCRIBE TABLE EXTENDED dashboard")
+    columns = {r["col_name"]: r for r in described}
+    assert "chrf_c1_hyp" in columns and "sys_len" in columns
+    assert columns["chrf_c1_hyp"]["comment"].startswith("chrF:")
+    assert columns["sys_len"]["comment"] == "BLEU: summed candidate tokens"
+    assert "docs/dashboard.md" in columns["Comment"]["data_type"]
+    partitioned = runs["server"].query("SHOW PARTITIONS dashboard")
+    assert sorted(r["partition"] for r in partitioned) == [f"run_date={d}" for d in DAYS]
+    # day 2 was scored before chrF's columns existed: null there
+    held = runs["server"].query(f"SELECT COUNT(*) AS n FROM dashboard WHERE run_date = '{DAYS[1]}' "
+                                f"AND chrf_c1_hyp IS NOT NULL")
+    assert held == [{"n": "0"}]
+
+
+def test_the_dashboard_sql_of_the_docs_through_jdbc_equals_duckdbs_on_the_folder(runs):
+    from test_scheduled import dashboard_sql
+
+    for metric in ("BLEU",):
+        query = dashboard_sql(metric)
+        through_jdbc = {r["langpair"]: float(r["bleu"]) for r in runs["server"].query(query)}
+        with duckdb.connect() as con:
+            con.execute(f"CREATE VIEW dashboard AS SELECT * FROM read_parquet("
+                        f"'{runs['out']}/dashboard/**/*.parquet', hive_partitioning = true, union_by_name = true)")
+            on_duckdb = dict(con.execute(query).fetchall())
+        assert through_jdbc.keys() == on_duckdb.keys() == set(PAIRS)
+        for pair, score in on_duckdb.items():
+            assert through_jdbc[pair] == pytest.approx(score, rel=1e-12), pair
+
+
+@pytest.fixture
+def shared_session(monkeypatch):
+    """`main` stops the Spark it ran on: here that is the tests' shared session, kept."""
+    monkeypatch.setattr(cli, "_stop_spark", lambda spark: None)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--catalog", "my-db"], "--catalog must name a database"),
+    ([], "--output DIR or --catalog DB is required"),
+    (["--catalog", "mt", "--report"], "--report needs --output DIR"),
+])
+def test_catalog_options_refused_in_one_line(args, words, capsys):
+    code = cli.main(["score", "--input", SAMPLE, *args])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == UsageError.exit_code and len(lines) == 1 and words in lines[0], lines
+
+
+def test_a_table_not_made_by_the_job_is_refused_before_scoring(spark, tmp_path, shared_session, capsys):
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS foreign_db LOCATION '{tmp_path}/foreign_db'")
+    spark.sql("CREATE TABLE IF NOT EXISTS foreign_db.dashboard (x INT) USING parquet")
+    try:
+        code = cli.main(["score", "--input", SAMPLE, "--catalog", "foreign_db", "--progress-seconds", "0"])
+    finally:
+        spark.sql("DROP DATABASE foreign_db CASCADE")
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == OutputError.exit_code and len(lines) == 1, lines
+    assert "table foreign_db.dashboard exists and was not made by bleu-spark" in lines[0]
+
+
+@pytest.fixture
+def in_memory_database(spark, tmp_path):
+    """A database of the shared session's own (in-memory) catalog, its tables under tmp_path."""
+    names = []
+
+    def make(name):
+        spark.sql(f"CREATE DATABASE {name} LOCATION '{tmp_path}/{name}.db'")
+        names.append(name)
+        return name
+
+    yield make
+    for name in names:
+        spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
+
+
+def test_a_run_without_partitions_replaces_the_tables_rows_and_aggregate_reads_and_writes_tables(
+        spark, tmp_path, in_memory_database):
+    from bleu_spark.aggregate import AggregateOptions, run_aggregate
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    inputs = day_inputs(str(tmp_path))
+    database, scored = in_memory_database("whole_db"), in_memory_database("scored_db")
+    out = str(tmp_path / "out")
+    for day, folder in zip(DAYS, (None, out)):  # the second replaces the first's rows: no partitions
+        run = run_job(spark, JobOptions(input=inputs[day], output=folder, catalog=database,
+                                        progress_seconds=0)).run
+        assert os.path.exists(out) == (folder is not None)  # the first run: the catalog only
+    held = spark.sql(f"SELECT run_id, COUNT(*) AS n FROM {database}.dashboard GROUP BY run_id").collect()
+    assert [r["run_id"] for r in held] == [run["run_id"]]
+    assert held[0]["n"] == len(folder_table(out, "dashboard"))
+    where = "langpair IN ('de-en', 'en-de') AND system <> 'Online-G'"
+    from_table = run_aggregate(AggregateOptions(
+        stats_table=f"{database}.stats", catalog=scored, group_by=("langpair",), where=where,
+        engine="spark"), spark)
+    from_folder = run_aggregate(AggregateOptions(stats=out, group_by=("langpair",), where=where,
+                                                 engine="local"))
+    scores = lambda rows: {(r["langpair"], r["metric"]): (r["score"], r["signature"]) for r in rows}
+    assert scores(from_table.scores) == scores(from_folder.scores) and len(from_folder.scores) == 2
+    written = spark.table(f"{scored}.scores").collect()
+    assert scores(r.asDict() for r in written) == scores(from_folder.scores)
+
+
+def test_aggregate_refuses_the_catalog_on_the_local_engine_in_one_line(capsys):
+    code = cli.main(["aggregate", "--stats-table", "mt.stats", "--output", "x", "--engine", "local"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == UsageError.exit_code and len(lines) == 1 and "--engine spark" in lines[0], lines
+
+
+def test_segments_rejected_and_paired_tables_go_to_the_catalog_too(spark, tmp_path, in_memory_database):
+    from bleu_spark.resampling import Resampling
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    table = pq.read_table(day_inputs(str(tmp_path))[DAYS[0]])
+    table = table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
+    unscorable = table.slice(0, 1).set_column(table.schema.get_field_index("candidate"), "candidate",
+                                              pa.array([None], pa.string()))
+    path = str(tmp_path / "with_a_bad_row.parquet")
+    pq.write_table(pa.concat_tables([table, unscorable]), path)
+    database, out = in_memory_database("drill_db"), str(tmp_path / "drill")
+    options = JobOptions(input=path, output=out, catalog=database, partition_by=("run_date",),
+                         segments=True, on_invalid="quarantine", progress_seconds=0,
+                         resampling=Resampling(paired_bs=True, baseline=SYSTEMS[0], n_bootstrap=20))
+    mode = "spark.sql.sources.partitionOverwriteMode"
+    before = spark.conf.get(mode)
+    for _ in range(2):  # the second run replaces the first's partition in every table
+        run = run_job(spark, options).run
+    assert spark.conf.get(mode) == before  # dynamic for the job's writes only
+    assert sorted(run["catalog_tables"]) == sorted(f"{database}.{t}" for t in (
+        "stats", "scores", "dashboard", "paired", "rejected", "segments"))
+    for name in ("segments", "rejected", "paired", "dashboard"):
+        assert spark.table(f"{database}.{name}").count() == len(folder_table(out, name)) > 0, name
+    assert spark.table(f"{database}.rejected").select("reason").collect()[0]["reason"]
+    with pytest.raises(OutputError, match=r"table drill_db\.\w+ is partitioned by run_date, not by nothing"):
+        run_job(spark, JobOptions(input=path, catalog=database, progress_seconds=0))
