@@ -432,7 +432,7 @@ def test_a_stop_signal_cleans_the_staging_folder_and_exits_with_its_code(tmp_pat
     assert returncode == code, stderr[-3000:]
     ours = [l for l in stderr.splitlines() if l.startswith("bleu-spark:")]
     assert ours == [f"bleu-spark: error: interrupted by {signal.Signals(signum).name} (exit code {code}); "
-                    f"the run's staging folder is removed"]
+                    f"the run's files are removed"]
     assert "Traceback" not in stderr and "\tat org.apache" not in stderr, stderr[-3000:]
     assert os.listdir(tmp_path) == []
 

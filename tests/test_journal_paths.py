@@ -161,8 +161,20 @@ def test_a_marker_naming_partition_folders_outside_or_of_another_shape_is_refuse
         store.open_output(partitioned, ("run_date",))
 
 
+def as_written_by_an_older_version(folder):
+    """The folder as the version that committed by folder moves left it: no commit log."""
+    import shutil
+
+    shutil.rmtree(f"{folder}/_commits")
+    with open(f"{folder}/{layout.MARKER}") as handle:
+        marker = json.load(handle)
+    with open(f"{folder}/{layout.MARKER}", "w") as handle:
+        json.dump({**marker, "format_version": 1}, handle)
+
+
 def test_well_formed_journals_still_finish_a_dead_commit(partitioned, tmp_path):
     # the confinement refuses only what this job never writes: its own journal is replayed
+    as_written_by_an_older_version(partitioned)
     staging = f"{partitioned}/.staging-{RUN}"
     os.makedirs(f"{staging}/stats/run_date=2026-01-09")
     with open(f"{staging}/stats/run_date=2026-01-09/part.txt", "w") as handle:
