@@ -278,3 +278,26 @@ def test_a_whole_output_an_earlier_swap_left_missing_is_put_back(tmp_path):
     os.makedirs(tmp_path / ".res.staging-20260101T000000Z-0000abcd")  # no journal, no owner
     assert statstable.read(folder).num_rows == 1
     assert files_of(folder) == before and ".res.old-20260101T000000Z-0000abcd" not in os.listdir(tmp_path)
+
+
+def test_once_runs_have_ended_a_plain_reader_sees_each_committed_row_once(tmp_path):
+    """DuckDB over the folder's Parquet files, as a dashboard reads it: after a run killed before
+    its entry, a rerun of a day and a new day, each row of the committed runs once."""
+    import duckdb
+
+    folder = str(tmp_path / "out")
+    write_run(folder, *OLD)                                      # d1 d2 d3 by A
+    assert in_child(committed, folder, "X", ["d1", "d9"], [], ("day",), kill_at=3) == 77
+    assert os.listdir(os.path.join(folder, "stats", "day=d9"))  # its files, never committed
+    write_run(folder, "B", ["d3"], [])                          # d3 again, by B
+    write_run(folder, "C", ["d4"], ["d4"])                      # a new day
+    expected = {("d1", "A"), ("d2", "A"), ("d3", "B"), ("d4", "C")}
+    with duckdb.connect() as con:
+        for table in ("dashboard", "stats"):
+            rows = con.execute(f"SELECT day, run, count(*) FROM read_parquet('{folder}/{table}/**/*.parquet', "
+                               f"hive_partitioning = true) GROUP BY day, run").fetchall()
+            assert sorted(rows) == sorted((d, r, 1) for d, r in expected), table
+        rejected = con.execute(f"SELECT day, run FROM read_parquet('{folder}/rejected/**/*.parquet', "
+                               f"hive_partitioning = true)").fetchall()
+    assert sorted(rejected) == [("d2", "A"), ("d4", "C")]
+    assert read_back(folder) == expected

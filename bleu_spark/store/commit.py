@@ -263,7 +263,10 @@ class PartitionedOutput(_Output):
 
 def _check_replaceable(fs, path: str, uri: str, partitioned: bool) -> Optional[dict]:
     """Only an empty folder or an earlier result of this job is ever written into."""
-    info = fs.get_file_info(path)
+    try:
+        info = fs.get_file_info(path)
+    except OSError as exc:  # an unknown host, a refused connection, no credentials
+        raise OutputError(f"cannot reach output {uri}: {str(exc).splitlines()[0]}") from None
     if info.type == pafs.FileType.NotFound:
         return None
     if info.type != pafs.FileType.Directory:
