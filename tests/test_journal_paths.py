@@ -200,3 +200,25 @@ def test_a_dead_runs_journal_spelling_dir_by_another_path_is_still_replayed(
     assert code == 0, capsys.readouterr().err
     assert not os.path.exists(staging) and not os.path.exists(f"{os.path.dirname(whole)}/.res.old-{RUN}")
     assert not os.path.exists(f"{whole}/{layout.JOURNAL}")   # the commit finished
+
+
+def test_a_folder_an_older_version_committed_keeps_its_partitions_once_runs_write_into_it(partitioned, tmp_path):
+    """Its files read whole as before; the first run of this version names them in an entry
+    before its own, so its other days stay, and a plain reader still sees each row once."""
+    import pyarrow.compute as pc
+
+    from bleu_spark import statstable
+
+    as_written_by_an_older_version(partitioned)
+    before = statstable.read(partitioned)
+    days = sorted(set(before["run_date"].to_pylist()))
+    table = stats_table(6)
+    rerun = table.filter(pc.equal(table["run_date"], days[0]))
+    out = store.open_output(partitioned, ("run_date",))
+    out.write_table("stats", rerun)
+    out.commit({"run_id": out.run_id})
+    after = statstable.read(partitioned)
+    assert sorted(set(after["run_date"].to_pylist())) == days
+    assert after.num_rows == before.num_rows
+    on_disk = [f for d, _, names in os.walk(f"{partitioned}/stats") for f in names if f.endswith(".parquet")]
+    assert len(on_disk) == len(store.live_files(*store.filesystem(partitioned), "stats"))
