@@ -28,7 +28,7 @@ import pyarrow.fs as pafs
 
 from ..errors import ForeignFileError
 from .filesystems import is_local
-from .layout import RUN_ID, TABLES, _foreign, json_bytes
+from .layout import RUN_ID, RUNS, TABLES, _foreign, json_bytes
 
 COMMITS = "_commits"
 ENTRY_FORMAT = "bleu-spark commit"
@@ -150,8 +150,11 @@ class State:
 
     def needed(self, entry: dict) -> bool:
         """Whether the entry still holds a partition or a top-level file: one that holds none is
-        superseded whole, and the fold is the same without it."""
-        return any(e is entry for e in (*self.holders.values(), *self.files.values()))
+        superseded whole, and the fold is the same without it. A run's own record
+        (`runs/<run>.json`, a name no other run writes) does not keep it: once copied in, no
+        entry needs to name it."""
+        files = [e for name, e in self.files.items() if not name.startswith(f"{RUNS}/")]
+        return any(e is entry for e in (*self.holders.values(), *files))
 
 
 def state(fs, root: str) -> State:
