@@ -62,15 +62,14 @@ def finish(fs, path: str, me: Optional[str] = None) -> State:
     _copy_top_files(fs, path, state)
     _remove_superseded_top_files(fs, path, state)
     referenced = state.referenced()
-    removed = []
-    for info in data:
-        relative = info.path[len(path) + 1:]
-        own = info.base_name.lstrip(".")
-        if relative in referenced or any(own.startswith(data_prefix(r)) for r in live):
-            continue
-        _step(f"delete {relative}")
-        if _removed(fs, info.path):
-            removed.append(info.path)
+    garbage = [i.path for i in data if i.path[len(path) + 1:] not in referenced
+               and not any(i.base_name.lstrip(".").startswith(data_prefix(r)) for r in live)]
+
+    def delete(file):  # one request each on an object store: several at once
+        _step(f"delete {file[len(path) + 1:]}")
+        return file if _removed(fs, file) else None
+    with ThreadPoolExecutor(16) as pool:
+        removed = [f for f in pool.map(delete, garbage) if f]
     for info in listing(fs, f"{path}/{COMMITS}"):
         staged = STAGED.fullmatch(info.base_name)
         other = PENDING.fullmatch(info.base_name) or UNLINKED.fullmatch(info.base_name)
