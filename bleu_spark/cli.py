@@ -293,10 +293,19 @@ def run_aggregate(args: argparse.Namespace) -> int:
 
 def _configure_storage() -> None:
     """The `spark.hadoop.fs.s3a.*` settings of spark-defaults for this process's S3 client,
-    without starting a JVM (a run on Spark sets them again from its whole conf)."""
+    without starting a JVM (a run on Spark sets them again from its whole conf); under
+    spark-submit, whose JVM is up already, its `--conf` settings too."""
     from .spark.session import _spark_defaults
 
-    store.configure(_spark_defaults())
+    given = _spark_defaults()
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        try:
+            from pyspark import SparkConf
+
+            given.update(SparkConf().getAll())
+        except Exception:  # the run's own conf sets them once Spark is up
+            pass
+    store.configure(given)
 
 
 def wrote_line(output: str, run_seconds: float) -> str:

@@ -683,6 +683,28 @@ def test_an_output_on_a_file_system_pyarrow_lacks_is_exit_8(tmp_path, capsys):
     assert code == 8 and err.count("\n") == 1 and "cannot reach output s3a://no-such-bucket/out" in err
 
 
+def test_s3a_and_s3n_are_s3_with_the_runs_spark_s3a_settings_over_the_aws_variables(monkeypatch):
+    import pyarrow.fs as pafs
+
+    from bleu_spark.store import filesystems
+
+    monkeypatch.setenv("AWS_REGION", "us-east-2")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://elsewhere.example")
+    given = filesystems.s3a_settings({
+        "spark.hadoop.fs.s3a.endpoint": "http://minio.local:9000",
+        "spark.hadoop.fs.s3a.path.style.access": "false", "spark.hadoop.fs.s3a.access.key": "key",
+        "spark.hadoop.fs.s3a.secret.key": "secret", "spark.hadoop.fs.s3a.endpoint.region": "eu-west-1",
+        "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem", "spark.master": "local"})
+    assert filesystems.s3_options(given) == {
+        "region": "eu-west-1", "endpoint_override": "minio.local:9000", "scheme": "http",
+        "access_key": "key", "secret_key": "secret", "force_virtual_addressing": True}
+    assert filesystems.s3_options({}) == {"region": "us-east-2", "endpoint_override": "elsewhere.example",
+                                          "scheme": "https"}
+    for uri in ("s3://bucket/out", "s3a://bucket/out", "s3n://bucket/out/"):
+        fs, path = filesystems.filesystem(uri, given)
+        assert isinstance(fs, pafs.S3FileSystem) and path == "bucket/out"
+
+
 # --- a Python worker lost mid-stage ---------------------------------------------------------------
 
 def _parent(pid):
