@@ -11,7 +11,6 @@ from typing import Optional
 import pyarrow.fs as pafs
 
 from ..errors import ForeignFileError, UsageError
-from .filesystems import filesystem  # noqa: F401  (where callers found it)
 from .partitions import check_partition_names
 
 MARKER = "_bleu_spark.json"
