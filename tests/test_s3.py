@@ -2,7 +2,8 @@
 tests and stopped by its PID. `score` writes `s3a://` (endpoint and path style from
 spark-defaults' `spark.hadoop.fs.s3a.*`, credentials from the AWS variables), `aggregate`
 reads it, a commit killed at any step leaves S3 readable and the next run finishes or undoes it,
-and a finished folder holds exactly the committed Parquet files."""
+and a finished folder holds exactly the committed Parquet files (rejected rows and segments,
+written by the tasks, included)."""
 import json
 import multiprocessing
 import os
@@ -108,13 +109,22 @@ def test_score_and_aggregate_on_s3a_equal_the_local_run(s3, spark, tmp_path):
     for day, parity in (("2026-01-01", 0), ("2026-01-02", 1)):
         rows = table.filter(pc.equal(pc.bit_wise_and(table["seg_id"], 1), parity))
         rows = rows.append_column("run_date", pa.repeat(pa.scalar(day), rows.num_rows))
+        if parity:  # one more row, without a candidate: quarantined by the tasks, not scored
+            bad = rows.slice(0, 1)
+            bad = bad.set_column(bad.schema.get_field_index("candidate"), "candidate",
+                                 pa.nulls(1, pa.string()))
+            rows = pa.concat_tables([rows.cast(bad.schema), bad])
         pq.write_table(rows, tmp_path / f"{day}.parquet")
         daily = cli(s3, "score", "--input", str(tmp_path / f"{day}.parquet"), "--output",
-                    "s3n://bucket/daily", "--partition-by", "run_date")
+                    "s3n://bucket/daily", "--partition-by", "run_date", "--on-invalid", "quarantine")
         assert daily.returncode == 0, daily.stderr[-3000:]
     assert parquet_files(fs, "bucket/daily") == committed_files("s3://bucket/daily")
     assert {p.split("/")[1] for p in committed_files("s3://bucket/daily")} == \
         {"run_date=2026-01-01", "run_date=2026-01-02"}
+    rejected = [p for p in committed_files("s3://bucket/daily") if p.startswith("rejected/")]
+    assert len(rejected) == 1 and rejected[0].startswith("rejected/run_date=2026-01-02/")
+    with fs.open_input_file(f"bucket/daily/{rejected[0]}") as handle:
+        assert pq.read_table(handle)["candidate"].to_pylist() == [None]
     summed = cli(s3, "aggregate", "--stats", "s3a://bucket/daily", "--output", "s3a://bucket/week",
                  "--group-by", "system,langpair")
     assert summed.returncode == 0, summed.stderr[-3000:]
