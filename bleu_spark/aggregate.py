@@ -141,12 +141,17 @@ def check_output_apart(stats: str, output: str) -> None:
     them, the run would destroy (or be read back as) its own input. Compared as resolved paths,
     so a symlink or `..` does not hide it."""
     resolve = lambda p: (os.path.realpath(p[len("file://"):] if p.startswith("file://") else p)
-                         if _is_local(p) else p.rstrip("/"))
+                         if _is_local(p) else _same_scheme(p.rstrip("/")))
     source, target = resolve(stats), resolve(output)
     inside = lambda a, b: a == b or a.startswith(b.rstrip("/") + "/")
     if inside(target, source) or inside(source, target):
         raise OutputError(f"--output {output} and --stats {stats} overlap: the result would "
                           f"replace the statistics it reads; write it to another folder")
+
+
+def _same_scheme(uri: str) -> str:
+    """`s3a://` and `s3n://` name what `s3://` names."""
+    return "s3://" + uri.split("://", 1)[1] if store.is_s3(uri) else uri
 
 
 def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:

@@ -10,7 +10,7 @@ import time
 from typing import List, Optional
 
 from . import __version__
-from . import console, settings
+from . import console, settings, store
 from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
 
 PROG = console.PROG
@@ -245,6 +245,7 @@ def run_score(args: argparse.Namespace) -> int:
     from .spark.runtime import start as spark_session
 
     options = job_options(effective_settings(args))
+    _configure_storage()  # the output's S3 settings from spark-defaults, before any check of it
     preflight(options)
     say_progress("starting Spark", options.progress_seconds)
     spark = spark_session()
@@ -280,6 +281,8 @@ def run_aggregate(args: argparse.Namespace) -> int:
     from .aggregate import run_aggregate as aggregate
 
     options = aggregate_options(args)
+    if any(store.is_s3(p or "") for p in (options.stats, options.output)):
+        _configure_storage()
     spark = None
     if options.on_spark:
         from .spark.runtime import start as spark_session
@@ -296,6 +299,23 @@ def run_aggregate(args: argparse.Namespace) -> int:
     console.print_warnings(result.run["warnings"])
     print(wrote_line(written_to(options), result.run["timings"]["total_s"]))
     return 0
+
+
+def _configure_storage() -> None:
+    """The `spark.hadoop.fs.s3a.*` settings of spark-defaults for this process's S3 client,
+    without starting a JVM (a run on Spark sets them again from its whole conf); under
+    spark-submit, whose JVM is up already, its `--conf` settings too."""
+    from .spark.session import _spark_defaults
+
+    given = _spark_defaults()
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        try:
+            from pyspark import SparkConf
+
+            given.update(SparkConf().getAll())
+        except Exception:  # the run's own conf sets them once Spark is up
+            pass
+    store.configure(given)
 
 
 def wrote_line(output: str, run_seconds: float) -> str:
@@ -330,7 +350,7 @@ def _on_stop_signal(signum, frame):
 
 def install_signal_handlers() -> None:
     """SIGINT and SIGTERM stop the run the same way: the exception unwinds the job, which removes
-    its staging folder, and `main` exits with 128 + the signal number. Installed again once the
+    its files, and `main` exits with 128 + the signal number. Installed again once the
     SparkContext is up, as pyspark puts its own SIGINT handler in place."""
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _on_stop_signal)
@@ -366,7 +386,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         signum = _received[0]
     stopped = Interrupted(signum)
     done = (f"{_written[0]} was written in full before it came" if _written
-            else "the run's staging folder is removed")
+            else "the run's files are removed")
     print(f"{PROG}: error: interrupted by {stopped.name} (exit code {stopped.exit_code}); {done}",
           file=sys.stderr)
     return stopped.exit_code

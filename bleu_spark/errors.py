@@ -87,7 +87,7 @@ class ForeignFileError(BleuSparkError):
 
 
 class Interrupted(BaseException):
-    """SIGINT or SIGTERM arrived: the run stops, cleans its staging folder and exits with
+    """SIGINT or SIGTERM arrived: the run stops, removes its files and exits with
     128 + the signal number (130, 143). A BaseException, so no `except Exception` swallows it."""
 
     def __init__(self, signum: int):

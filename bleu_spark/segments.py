@@ -12,8 +12,8 @@ the driver), in the statistics table's layout, so `aggregate` scores any slice o
 `segment_hash` is what the segment's bootstrap weights are drawn from, so `aggregate` adds up
 replicate sums of any slice, equal to a run grouped that way.
 
-Each task writes one file per partition (`part-<task>-<run>.parquet`), under a hidden name
-first and renamed when whole: a retried task replaces its own file, never adds a second.
+Each task writes one file per partition (`part-<run>-t<task>.parquet`, `store.TaskWriter`): a
+retried task replaces its own file, never adds a second.
 """
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from typing import Dict, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from . import metrics, statstable, store
 from .errors import UsageError
@@ -40,53 +39,25 @@ CHUNK_ROWS = 10_000
 @dataclass(frozen=True)
 class SegmentsPlan:
     """What the tasks write: where, how partitioned, and which columns beside the group's."""
-    uri: str                        # the table's folder in the output's staging folder
+    uri: str                        # the table's folder in the output folder
     run_id: str
     partition_by: Tuple[str, ...] = ()
     key_cols: Tuple[str, ...] = ()  # the segment key, or POSITION
     carried: Tuple[Tuple[str, str], ...] = ()  # (name in the table, column of the batch)
     resampling: str = ""            # the run's replicate draw, '' when none
+    fs_settings: Tuple[Tuple[str, str], ...] = ()  # the driver's S3 settings, for the tasks
 
 
 def is_segments_table(table: pa.Table) -> bool:
     return SEGMENT_HASH in table.column_names
 
 
-class SegmentsWriter:
-    """One task's segments: a Parquet writer per partition, each row group a batch's rows."""
+class SegmentsWriter(store.TaskWriter):
+    """One task's segments, one file per partition (`store.TaskWriter`)."""
 
     def __init__(self, plan: SegmentsPlan, task: int, attempt: int):
-        self.plan = plan
-        self.fs, self.root = store.filesystem(plan.uri)
-        self.name = f"part-{task:05d}-{plan.run_id}.parquet"
-        self.attempt = attempt
-        self.writers: Dict[str, pq.ParquetWriter] = {}
-
-    def write(self, table: pa.Table) -> None:
-        """Rows of `rows_table`'s layout, split by partition (partition columns left out: the
-        folders hold them)."""
-        partition_by = self.plan.partition_by
-        if not partition_by:
-            return self._writer("", table.schema).write_table(table)
-        for values in store.partition_values(table, partition_by):
-            part = table.filter(store.rows_of(table, partition_by, values)).drop_columns(list(partition_by))
-            self._writer(store.partition_path(partition_by, values), part.schema).write_table(part)
-
-    def _writer(self, folder: str, schema: pa.Schema) -> pq.ParquetWriter:
-        if folder not in self.writers:
-            path = f"{self.root}/{folder}".rstrip("/")
-            self.fs.create_dir(path, recursive=True)
-            self.writers[folder] = pq.ParquetWriter(self._temporary(path), schema, filesystem=self.fs)
-        return self.writers[folder]
-
-    def _temporary(self, folder: str) -> str:
-        return f"{folder}/.{self.name}.{self.attempt}"  # hidden: readers skip it
-
-    def close(self) -> None:
-        for folder, writer in self.writers.items():
-            writer.close()
-            path = f"{self.root}/{folder}".rstrip("/")
-            self.fs.move(self._temporary(path), f"{path}/{self.name}")
+        super().__init__(store.TableFiles(plan.uri, plan.run_id, plan.partition_by, plan.fs_settings),
+                         task, attempt)
 
 
 def rows_table(groups: Dict[str, pa.Array], measurement: Dict[str, pa.Array], n_refs: np.ndarray,

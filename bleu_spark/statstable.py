@@ -292,13 +292,15 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
 
     store.recover_before_reading(path)  # never a half-committed folder
     fs, root = store.filesystem(path)
-    marker = store.read_marker(fs, root)
+    marker, files = store.read_marker(fs, root), None
     if marker is not None:
+        files = store.live_files(fs, root, "stats")
         root = f"{root}/stats"
     elif os.path.basename(root) in STATISTICS_FOLDERS:  # a table of an output folder
         marker = store.read_marker(fs, os.path.dirname(root))
-    info = fs.get_file_info(root)
-    if info.type == pafs.FileType.NotFound:
+        if marker is not None:
+            files = store.live_files(fs, os.path.dirname(root), os.path.basename(root))
+    if files is None and fs.get_file_info(root).type == pafs.FileType.NotFound:
         raise InputNotFoundError(f"statistics path not found: {path}")
     if marker and marker.get("partition_by"):
         types = marker.get("partition_types", {})
@@ -308,15 +310,18 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
     else:
         partitioning = "hive"
     try:
-        dataset = ds.dataset(root, filesystem=fs, format="parquet", partitioning=partitioning)
+        # The files the output's commit log names (a folder of an older version: all it holds).
+        source, base = (root, None) if files is None else (files, root)
+        dataset = ds.dataset(source, filesystem=fs, format="parquet", partitioning=partitioning,
+                             partition_base_dir=base)
         if not dataset.files:
             raise InputNotFoundError(f"statistics path holds no Parquet files: {path}")
         # Files of other runs may measure more n-gram orders: read every file's columns.
         schema = pa.unify_schemas([dataset.schema, *(f.physical_schema for f in dataset.get_fragments())])
         _check_columns(path, schema.names)
         rows = None if where is None else predicate.to_arrow(bound(where, schema))
-        dataset = ds.dataset(root, schema=schema, filesystem=fs, format="parquet",
-                             partitioning=partitioning)
+        dataset = ds.dataset(source, schema=schema, filesystem=fs, format="parquet",
+                             partitioning=partitioning, partition_base_dir=base)
         table = _scanner(dataset, rows, where).to_table()
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"statistics at {path} are not readable Parquet: {exc}") from None

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bleu_spark import cli, statstable, store
-from bleu_spark.store import journal
+from bleu_spark.store import manifest as journal
 from test_views import measured, save
 
 
@@ -75,9 +75,10 @@ NEW = ("B", ["d2", "d3", "d4"], ["d3"])  # d1 kept, d2 loses its rejected rows, 
 
 
 def state(folder):
-    """Every file of the result a reader sees (not the lock, not staging folders)."""
+    """Every file of the folder but the lock and the commit log (which holds the same runs'
+    entries in both, under other stamps)."""
     return {p: data for p, data in files_of(folder).items()
-            if not p.startswith((".staging-", ".lock"))}
+            if not p.startswith(("_commits/", ".lock"))}
 
 
 def killer(at):
@@ -138,7 +139,7 @@ def test_a_commit_killed_at_any_step_is_finished_or_undone_by_the_next_reader_or
     write_run(old, *OLD, partition_by)
     shutil.copytree(tmp_path / "old", tmp_path / "new")
     steps = count_steps(write_run, new, *NEW, partition_by)
-    assert steps >= (30 if partition_by else 4)
+    assert steps >= (15 if partition_by else 10)
     expected = {"old": state(old), "new": state(new)}
     data = {"old": read_back(old), "new": read_back(new)}
     assert expected["old"] != expected["new"] and data["old"] != data["new"]
@@ -158,10 +159,11 @@ def test_a_commit_killed_at_any_step_is_finished_or_undone_by_the_next_reader_or
         assert got == data[which[0]], k
         seen.add(which[0])
         reopen(folder, partition_by)  # and nothing of the dead run is left behind
-        leftovers = os.listdir(folder if partition_by else place)
-        assert not [p for p in leftovers if p.startswith((".staging-", ".out."))], (k, leftovers)
+        leftovers = os.listdir(os.path.join(folder, "_commits"))
+        assert all(p.startswith("c-") for p in leftovers), (k, leftovers)
+        assert os.listdir(place) == ["out"], k
         shutil.rmtree(place)
-    assert seen == {"old", "new"}  # killed before its journal: undone; after: finished
+    assert seen == {"old", "new"}  # killed before its entry: undone; after: finished
 
 
 # --- everything that can fail is checked before the commit ----------------------------------
@@ -255,8 +257,8 @@ def test_a_commit_cut_short_in_its_own_process_is_finished_by_its_abort(tmp_path
     class Stop(BaseException):
         pass
 
-    def stop(what):  # as SIGTERM's handler raising in the middle of the moves
-        if what.startswith("move in") and "d3" in what:
+    def stop(what):  # as SIGTERM's handler raising after the entry, in the middle of the cleanup
+        if what.startswith("delete ") and "d3" in what:
             raise Stop
     out = store.open_output(folder, ("day",), "B")
     monkeypatch.setattr(store, "open_output", lambda *args: out)
@@ -276,3 +278,26 @@ def test_a_whole_output_an_earlier_swap_left_missing_is_put_back(tmp_path):
     os.makedirs(tmp_path / ".res.staging-20260101T000000Z-0000abcd")  # no journal, no owner
     assert statstable.read(folder).num_rows == 1
     assert files_of(folder) == before and ".res.old-20260101T000000Z-0000abcd" not in os.listdir(tmp_path)
+
+
+def test_once_runs_have_ended_a_plain_reader_sees_each_committed_row_once(tmp_path):
+    """DuckDB over the folder's Parquet files, as a dashboard reads it: after a run killed before
+    its entry, a rerun of a day and a new day, each row of the committed runs once."""
+    import duckdb
+
+    folder = str(tmp_path / "out")
+    write_run(folder, *OLD)                                      # d1 d2 d3 by A
+    assert in_child(committed, folder, "X", ["d1", "d9"], [], ("day",), kill_at=3) == 77
+    assert os.listdir(os.path.join(folder, "stats", "day=d9"))  # its files, never committed
+    write_run(folder, "B", ["d3"], [])                          # d3 again, by B
+    write_run(folder, "C", ["d4"], ["d4"])                      # a new day
+    expected = {("d1", "A"), ("d2", "A"), ("d3", "B"), ("d4", "C")}
+    with duckdb.connect() as con:
+        for table in ("dashboard", "stats"):
+            rows = con.execute(f"SELECT day, run, count(*) FROM read_parquet('{folder}/{table}/**/*.parquet', "
+                               f"hive_partitioning = true) GROUP BY day, run").fetchall()
+            assert sorted(rows) == sorted((d, r, 1) for d, r in expected), table
+        rejected = con.execute(f"SELECT day, run FROM read_parquet('{folder}/rejected/**/*.parquet', "
+                               f"hive_partitioning = true)").fetchall()
+    assert sorted(rejected) == [("d2", "A"), ("d4", "C")]
+    assert read_back(folder) == expected

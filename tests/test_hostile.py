@@ -415,7 +415,7 @@ def _start_and_signal(tmp_path, signum, to_group):
     while not _workers_in_a_task(process.pid) and time.time() < deadline:  # inside the Spark pass
         assert process.poll() is None, process.communicate()
         time.sleep(0.05)
-    assert glob.glob(str(tmp_path / ".out.staging-*")) and process.poll() is None
+    assert glob.glob(str(out / "_commits" / "p-*.json")) and process.poll() is None
     if to_group:  # as Ctrl-C in a terminal: the whole foreground group, JVM and workers too
         os.killpg(process.pid, signum)
     else:         # as a scheduler stopping the task
@@ -427,12 +427,12 @@ def _start_and_signal(tmp_path, signum, to_group):
 @pytest.mark.e2e
 @pytest.mark.parametrize("signum,code,to_group", [(signal.SIGTERM, 143, False),
                                                   (signal.SIGINT, 130, True)])
-def test_a_stop_signal_cleans_the_staging_folder_and_exits_with_its_code(tmp_path, signum, code, to_group):
+def test_a_stop_signal_removes_the_runs_files_and_exits_with_its_code(tmp_path, signum, code, to_group):
     returncode, stderr = _start_and_signal(tmp_path, signum, to_group)
     assert returncode == code, stderr[-3000:]
     ours = [l for l in stderr.splitlines() if l.startswith("bleu-spark:")]
     assert ours == [f"bleu-spark: error: interrupted by {signal.Signals(signum).name} (exit code {code}); "
-                    f"the run's staging folder is removed"]
+                    f"the run's files are removed"]
     assert "Traceback" not in stderr and "\tat org.apache" not in stderr, stderr[-3000:]
     assert os.listdir(tmp_path) == []
 
@@ -453,53 +453,48 @@ def test_a_stop_signal_after_the_output_is_written_says_so(monkeypatch, capsys):
                                        "out/x was written in full before it came\n")
 
 
-def _output(tmp_path, partition_by=()):
+def _output(tmp_path, partition_by=(), run_id=None):
     from bleu_spark import store
 
-    return store.open_output(str(tmp_path / "out"), partition_by)
+    return store.open_output(str(tmp_path / "out"), partition_by, run_id)
 
 
 @pytest.mark.parametrize("partition_by", [(), ("run_date",)])
-def test_stale_staging_folders_of_the_output_are_removed_live_ones_kept(tmp_path, partition_by):
+def test_files_of_runs_that_are_gone_are_removed_live_ones_kept(tmp_path, partition_by):
+    """A run's pending record says who writes (host, process, start): the next run removes the
+    files of runs that are gone (their process on this host ended, or a day old), never a live
+    run's."""
     import socket
-    from bleu_spark.store import layout
 
-    first = _output(tmp_path, partition_by)
-    place, prefix = first._staging_place()
+    import pyarrow as pa
+
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-
-    def staged(name, owner):
-        path = os.path.join(place, prefix + name)
-        os.makedirs(path)
-        if owner is not None:
-            with open(os.path.join(path, layout.OWNER), "w") as handle:
-                json.dump(owner, handle)
-        return path
-
     here = socket.gethostname()
-    gone = staged("gone", {"host": here, "pid": dead.pid, "started": time.time()})
-    old = staged("old", {"host": "elsewhere", "pid": 1, "started": time.time() - 2 * 86400})
-    live = staged("live", {"host": here, "pid": os.getpid(), "started": time.time()})
-    remote = staged("remote", {"host": "elsewhere", "pid": dead.pid, "started": time.time()})
-    young = staged("young", None)  # a run that has not written its record yet
-    unrelated = os.path.join(place, ".other.staging-x" if not partition_by else prefix[:-1])
-    if not partition_by:  # another output's staging beside this one
-        os.makedirs(unrelated)
+    owners = {"gone": {"host": here, "pid": dead.pid, "started": time.time()},
+              "old": {"host": "elsewhere", "pid": 1, "started": time.time() - 2 * 86400},
+              "live": {"host": here, "pid": os.getpid(), "started": time.time()},
+              "remote": {"host": "elsewhere", "pid": dead.pid, "started": time.time()}}
+    table = pa.table({"run_date": ["2026-01-01"], "value": [1]})
+    for run, owner in owners.items():
+        out = _output(tmp_path, partition_by, run)
+        out.write_table("stats", table if partition_by else table.drop_columns(["run_date"]))
+        with open(tmp_path / "out" / "_commits" / f"p-{run}.json", "w") as handle:
+            json.dump(owner, handle)
     second = _output(tmp_path, partition_by)  # opening an output cleans up after dead runs
-    left = set(os.listdir(place))
-    assert not os.path.exists(gone) and not os.path.exists(old)
-    for kept in (live, remote, young, first.staging, second.staging, *([unrelated] * (not partition_by))):
-        assert os.path.basename(kept) in left
-    first.abort(), second.abort()
+    files = {f for _, _, names in os.walk(tmp_path / "out" / "stats") for f in names}
+    assert {f.split("-")[1] for f in files} == {"live", "remote"}
+    assert sorted(os.listdir(tmp_path / "out" / "_commits")) == \
+        sorted(["p-live.json", "p-remote.json", f"p-{second.run_id}.json"])
+    second.abort()
 
 
 @pytest.mark.spark
-def test_a_result_holds_no_staging_owner_record(spark, tmp_path):
+def test_a_result_holds_no_pending_record(spark, tmp_path):
     from bleu_spark.spark.job import JobOptions, run_job
 
     run_job(spark, JobOptions(input=SAMPLE, output=str(tmp_path / "out"), progress_seconds=0))
-    assert "_staging_owner.json" not in os.listdir(tmp_path / "out")
+    assert all(p.startswith("c-") for p in os.listdir(tmp_path / "out" / "_commits"))
     assert os.listdir(tmp_path) == ["out"]
 
 
@@ -679,9 +674,35 @@ def test_an_input_on_a_file_system_spark_lacks_is_exit_3_one_line(tmp_path):
 
 def test_an_output_on_a_file_system_pyarrow_lacks_is_exit_8(tmp_path, capsys):
     path = _part(tmp_path / "in", "a.parquet")
+    code = main(["score", "--input", str(path), "--output", "ftp://example.invalid/out"])
+    err = capsys.readouterr().err
+    assert code == 8 and err.count("\n") == 1 and "output ftp://example.invalid/out: no file system" in err
+    # s3a is S3, as Spark spells it: a bucket it cannot reach is one line too
     code = main(["score", "--input", str(path), "--output", "s3a://no-such-bucket/out"])
     err = capsys.readouterr().err
-    assert code == 8 and err.count("\n") == 1 and "output s3a://no-such-bucket/out: no file system" in err
+    assert code == 8 and err.count("\n") == 1 and "cannot reach output s3a://no-such-bucket/out" in err
+
+
+def test_s3a_and_s3n_are_s3_with_the_runs_spark_s3a_settings_over_the_aws_variables(monkeypatch):
+    import pyarrow.fs as pafs
+
+    from bleu_spark.store import filesystems
+
+    monkeypatch.setenv("AWS_REGION", "us-east-2")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://elsewhere.example")
+    given = filesystems.s3a_settings({
+        "spark.hadoop.fs.s3a.endpoint": "http://minio.local:9000",
+        "spark.hadoop.fs.s3a.path.style.access": "false", "spark.hadoop.fs.s3a.access.key": "key",
+        "spark.hadoop.fs.s3a.secret.key": "secret", "spark.hadoop.fs.s3a.endpoint.region": "eu-west-1",
+        "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem", "spark.master": "local"})
+    assert filesystems.s3_options(given) == {
+        "region": "eu-west-1", "endpoint_override": "minio.local:9000", "scheme": "http",
+        "access_key": "key", "secret_key": "secret", "force_virtual_addressing": True}
+    assert filesystems.s3_options({}) == {"region": "us-east-2", "endpoint_override": "elsewhere.example",
+                                          "scheme": "https"}
+    for uri in ("s3://bucket/out", "s3a://bucket/out", "s3n://bucket/out/"):
+        fs, path = filesystems.filesystem(uri, given)
+        assert isinstance(fs, pafs.S3FileSystem) and path == "bucket/out"
 
 
 # --- a Python worker lost mid-stage ---------------------------------------------------------------

@@ -161,8 +161,20 @@ def test_a_marker_naming_partition_folders_outside_or_of_another_shape_is_refuse
         store.open_output(partitioned, ("run_date",))
 
 
+def as_written_by_an_older_version(folder):
+    """The folder as the version that committed by folder moves left it: no commit log."""
+    import shutil
+
+    shutil.rmtree(f"{folder}/_commits")
+    with open(f"{folder}/{layout.MARKER}") as handle:
+        marker = json.load(handle)
+    with open(f"{folder}/{layout.MARKER}", "w") as handle:
+        json.dump({**marker, "format_version": 1}, handle)
+
+
 def test_well_formed_journals_still_finish_a_dead_commit(partitioned, tmp_path):
     # the confinement refuses only what this job never writes: its own journal is replayed
+    as_written_by_an_older_version(partitioned)
     staging = f"{partitioned}/.staging-{RUN}"
     os.makedirs(f"{staging}/stats/run_date=2026-01-09")
     with open(f"{staging}/stats/run_date=2026-01-09/part.txt", "w") as handle:
@@ -188,3 +200,25 @@ def test_a_dead_runs_journal_spelling_dir_by_another_path_is_still_replayed(
     assert code == 0, capsys.readouterr().err
     assert not os.path.exists(staging) and not os.path.exists(f"{os.path.dirname(whole)}/.res.old-{RUN}")
     assert not os.path.exists(f"{whole}/{layout.JOURNAL}")   # the commit finished
+
+
+def test_a_folder_an_older_version_committed_keeps_its_partitions_once_runs_write_into_it(partitioned, tmp_path):
+    """Its files read whole as before; the first run of this version names them in an entry
+    before its own, so its other days stay, and a plain reader still sees each row once."""
+    import pyarrow.compute as pc
+
+    from bleu_spark import statstable
+
+    as_written_by_an_older_version(partitioned)
+    before = statstable.read(partitioned)
+    days = sorted(set(before["run_date"].to_pylist()))
+    table = stats_table(6)
+    rerun = table.filter(pc.equal(table["run_date"], days[0]))
+    out = store.open_output(partitioned, ("run_date",))
+    out.write_table("stats", rerun)
+    out.commit({"run_id": out.run_id})
+    after = statstable.read(partitioned)
+    assert sorted(set(after["run_date"].to_pylist())) == days
+    assert after.num_rows == before.num_rows
+    on_disk = [f for d, _, names in os.walk(f"{partitioned}/stats") for f in names if f.endswith(".parquet")]
+    assert len(on_disk) == len(store.live_files(*store.filesystem(partitioned), "stats"))

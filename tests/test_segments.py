@@ -268,7 +268,10 @@ def test_the_reports_drilldown_is_bounded_and_right(spark, scored, monkeypatch):
 
     folder, _, _ = scored
     path = str(folder / "out" / "segments")
-    frame = drilldown.read(spark, path, (), {})
+    from bleu_spark import store
+
+    fs, root = store.filesystem(str(folder / "out"))
+    frame = drilldown.read(spark, store.TableFiles(path, ""), store.live_files(fs, root, "segments"), {})
     found = drilldown.highlights(frame, ("system", "langpair"), ("input_file", "input_row"),
                                  ("candidate", "references"), "Online-B")
     rows = pq.read_table(path).to_pylist()

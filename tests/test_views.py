@@ -134,11 +134,11 @@ def test_an_output_with_a_run_json_of_another_tool_is_not_replaced(tmp_path):
 
 def test_a_file_saved_into_the_output_while_the_run_works_is_kept(tmp_path):
     out = store.open_output(str(tmp_path / "out"))
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "notes.txt").write_text("mine")
-    with pytest.raises(OutputError, match="refusing to replace it"):
-        out.commit({})
+    (tmp_path / "out" / "notes.txt").write_text("mine")  # the run writes in place: DIR is there
+    out.write_table("stats", pa.table({"value": [1]}))
+    out.commit({})  # a whole commit removes only what earlier commits wrote
     assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+    assert (tmp_path / "out" / "run.json").exists()
 
 
 def _write_partition(folder, day, marker_value, barrier):
@@ -169,7 +169,7 @@ def test_concurrent_runs_keep_other_partitions_and_one_whole_winner_of_the_same(
         files = {len(os.listdir(os.path.join(folder, name, f"day={day}"))) for name in ("stats", "scores")}
         assert files == {1}
     assert len(os.listdir(os.path.join(folder, "runs"))) == 4
-    assert not [p for p in os.listdir(folder) if p.startswith(".staging")]
+    assert all(p.startswith("c-") for p in os.listdir(os.path.join(folder, "_commits")))
 
 
 def test_group_columns_named_like_output_fields_are_refused():
@@ -183,7 +183,7 @@ def test_a_partition_value_too_long_for_a_folder_name_is_one_line(tmp_path):
     with pytest.raises(OutputError, match="cannot write stats/text=x{100}.*File name too long"):
         out.write_table("stats", pa.table({"text": ["x" * 300], "value": [1]}))
     out.abort()
-    assert not [p for p in os.listdir(tmp_path / "out") if p.startswith(".staging")]
+    assert not os.path.exists(tmp_path / "out")  # made by the run, removed with it
 
 
 def test_the_progress_line_says_what_runs_once_every_row_is_scored():

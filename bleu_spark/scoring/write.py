@@ -101,8 +101,8 @@ def write_partitioned_report(output, stats: pa.Table, sets: Sequence[GroupingSet
                              config: metrics.Choices, run: dict,
                              resampling: Optional[Resampling] = None,
                              drilldown: Optional[dict] = None) -> None:
-    """The report over every partition the folder will hold, into the staging folder: called
-    by the commit before any move, so a group it cannot score (two tokenizers, say) fails the
+    """The report over every partition the folder will hold, staged with the run's files: called
+    by the commit before its entry, so a group it cannot score (two tokenizers, say) fails the
     run with DIR untouched."""
     page = report_html(stats_after_commit(output, stats), sets, config, output.partition_by, run,
                        resampling=resampling, drilldown=drilldown)

@@ -19,6 +19,7 @@ from ..errors import InputNotFoundError
 from ..predicate import Predicate
 from ..tablenames import check_table_name
 from . import io
+from .files import read_files
 
 FILE = "_bleu_spark_file"  # each row's file, while its partition values are joined on
 
@@ -29,11 +30,19 @@ def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None
     table's). A segments table's replicate sums are drawn here, per group, when `resample`."""
     store.recover_before_reading(path)  # never a half-committed folder
     fs, root = store.filesystem(path)
-    marker = store.read_marker(fs, root)
+    marker, folder, table = store.read_marker(fs, root), root, "stats"
     stats_path = path.rstrip("/") + "/stats" if marker else path
     if marker is None and os.path.basename(root) in statstable.STATISTICS_FOLDERS:
-        marker = store.read_marker(fs, os.path.dirname(root))
-    if marker and marker.get("partition_by"):
+        folder, table = os.path.split(root)
+        marker = store.read_marker(fs, folder)
+    files = store.live_files(fs, folder, table) if marker else None
+    if files is not None:  # the files the commit log names, read by the tasks through pyarrow
+        frame = read_files(spark, store.TableFiles(stats_path, "", tuple(marker["partition_by"]),
+                                                   tuple(sorted(store.settings().items()))),
+                           files, marker.get("partition_types"))
+        if frame is None:
+            raise InputNotFoundError(f"statistics path holds no Parquet files: {path}")
+    elif marker and marker.get("partition_by"):
         frame = read_partitioned(spark, stats_path, marker)
     else:
         frame = io.read_parquet(spark, stats_path, what="statistics", merge_schema=True)

@@ -1,8 +1,8 @@
 """What the report shows of the segments: per group and metric, the segments scored worst, and
 against a baseline the segments lost most and a sample of (baseline, system) score pairs.
 
-Computed by Spark over the segments table the tasks wrote; only a bounded number of rows a
-group reaches the driver (`WORST`, `LOSSES`, `POINTS`), whatever the input's size.
+Computed by Spark over the segments table the tasks wrote (read back through pyarrow, whatever
+file system connectors the cluster has); only a bounded number of rows a group reaches the driver (`WORST`, `LOSSES`, `POINTS`), whatever the input's size.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from .. import metrics
 from ..segments import POSITION, SENTENCE_SCORE, SEGMENT_HASH
-from . import io
+from .files import read_files
 
 WORST, LOSSES, POINTS = 10, 10, 300
 BASELINE_SCORE, LOSS = "baseline_score", "loss"
@@ -22,14 +22,10 @@ _RANK = "_rank"
 OCCURRENCE = "_occurrence"  # the how-manieth row of its segment hash in its group, from 1
 
 
-def read(spark: SparkSession, path: str, partition_by: Sequence[str], partition_types: dict) -> DataFrame:
-    """The staged segments table, its partition columns read from the folder names."""
-    if not partition_by:
-        return io.read_parquet(spark, path, what="segments")
-    from .aggregate import read_partitioned
-
-    return read_partitioned(spark, path, {"partition_by": list(partition_by),
-                                      "partition_types": partition_types})
+def read(spark: SparkSession, where, files: Sequence[str], partition_types: dict) -> Optional[DataFrame]:
+    """This run's segments (the files its tasks wrote, `where` a `store.TableFiles`), read by the
+    tasks through pyarrow, their partition columns from the folder names; None when none."""
+    return read_files(spark, where, list(files), partition_types)
 
 
 def _badness(column: str) -> Column:

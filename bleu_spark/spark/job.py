@@ -26,6 +26,7 @@ from ..rows import HINTS
 from ..shown import shown
 from . import catalog, drilldown, inputs, io, runtime
 from .failures import lost_worker_failure, memory_failure
+from .files import write_frame
 from .plan import grouping_sets, plan_for
 from .progress import Progress, say as say_progress
 from .record import run_record
@@ -284,6 +285,7 @@ def preflight(options: JobOptions) -> None:
 def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     started = time.time()
     run_id = store.new_run_id()
+    store.configure(dict(spark.sparkContext.getConf().getAll()))  # the output's S3 settings
     table = io.InputTable(spark, options.input)
     schema = table.schema  # a remote path that is not there fails here, before any output
     output = store.open_output(options.output, options.partition_by, run_id) if options.output else None
@@ -295,8 +297,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         job_group = f"bleu-spark-{run_id}"
         runtime.tag_jobs(spark, job_group, "bleu-spark score")
         plan = plan_for(schema, options)
-        if plan.segments:  # written by the tasks, into the staging folder, committed with the rest
-            where = replace(plan.segments, uri=f"{output.staging_uri}/{segments.TABLE}", run_id=run_id)
+        if plan.segments:  # written by the tasks, into the output folder, committed with the rest
+            where = replace(plan.segments, uri=output.table_uri(segments.TABLE), run_id=run_id,
+                            fs_settings=tuple(sorted(output.fs_settings.items())))
             plan = replace(plan, segments=where)
         say_progress("reading the input's Parquet footers", options.progress_seconds)
         found = arrow_scan(spark, table, options, plan)
@@ -357,7 +360,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                 write_rejected(measurement.rejected_frame(), output, options.partition_by)
             if measurement.rejected and tables:
                 tables.write_table("rejected", measurement.rejected_frame())
-            drill = _drilldown(spark, plan, schema, resampling) if options.report else None
+            drill = _drilldown(spark, plan, schema, resampling, output) if options.report else None
             scoring.write_views(catalog.Sinks(output, tables, options.partition_by),
                                 measurement.stats, scores, measurement.sets, options.choices,
                                 run, options.report, resampling, measurement.segments, paired, drill)
@@ -426,14 +429,16 @@ def tokenizer_warnings(stats: pa.Table, options: JobOptions, tokenizers: Optiona
 
 
 def _drilldown(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
-               resampling: Resampling) -> Optional[dict]:
-    """What the report shows of this run's segments (`--segments`), read back from where the
-    tasks wrote them; None without them."""
+               resampling: Resampling, output) -> Optional[dict]:
+    """What the report shows of this run's segments (`--segments`), read back through pyarrow
+    from the files the tasks wrote; None without them."""
     if plan.segments is None:
         return None
     where = plan.segments
-    frame = drilldown.read(spark, where.uri, where.partition_by,
-                           _partition_types(schema, where.partition_by))
+    files = [f"{output.path}/{f}" for f in output.run_files().get(segments.TABLE, [])]
+    frame = drilldown.read(spark, where, files, _partition_types(schema, where.partition_by))
+    if frame is None:
+        return None
     return drilldown.highlights(frame, plan.group_cols, where.key_cols,
                                 [name for name, _ in where.carried], resampling.baseline)
 
@@ -445,16 +450,11 @@ def _partition_types(schema: T.StructType, partition_by: Sequence[str]) -> dict:
 
 
 def write_rejected(frame: DataFrame, output, partition_by: Sequence[str]) -> None:
-    """DIR/rejected/, partitioned as the other tables. Spark files '' under the null folder
-    (`__HIVE_DEFAULT_PARTITION__`), which would make the commit swap the null partition for
-    this run's '' one: '' goes in as a value no input holds, renamed `col=` after the write."""
-    stand_in = f"__bleu_spark_empty_{output.run_id}__"
-    strings = [c for c in partition_by if isinstance(frame.schema[c].dataType, T.StringType)]
-    for column in strings:
-        frame = frame.withColumn(column, F.when(F.col(column) == "", F.lit(stand_in))
-                                 .otherwise(F.col(column)))
-    frame.write.partitionBy(*partition_by).parquet(output.staging_uri + "/rejected")
-    output.rename_partition_values("rejected", strings, stand_in, "")
+    """DIR/rejected/, partitioned as the other tables, written by the tasks through pyarrow
+    (null and '' are two partitions, as in every other table)."""
+    write_frame(frame, store.TableFiles(output.table_uri("rejected"), output.run_id,
+                                        tuple(partition_by),
+                                        tuple(sorted(output.fs_settings.items()))))
 
 
 def _after_scoring(resampling: Resampling) -> str:

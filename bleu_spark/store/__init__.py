@@ -1,32 +1,44 @@
-"""The sink every table of a run goes through: today the folder commit; later a catalog or an
-object-store manifest.
+"""The sink every table of a run goes through: an output folder on a local disk or an object
+store (S3: `s3://`, `s3a://`, `s3n://`), committed without renaming anything.
 
-The output folder is written in a staging folder, then swapped in whole, or partition by partition.
+- A run writes each data file once, in place, under a name of its own:
+  `DIR/<table>/part-<run>-<n>.parquet`, or inside the Hive partition folder with
+  `--partition-by` (`DIR/scores/run_date=2026-01-03/part-<run>-0.parquet`); the tasks write the
+  segments and rejected rows the same way (`part-<run>-t<task>.parquet`). Its top-level files
+  (`scores.json`, `run.json`, `report.html`, ...) are staged in `DIR/_commits/f-<run>/`. Before
+  any of that, its pending record `DIR/_commits/p-<run>.json` says who writes (host, process).
+- One small object written last commits the run: `DIR/_commits/c-<stamp>-<run>.json`, the
+  entry naming the partitions it replaces and, per table, the files that hold them now, and its
+  top-level files (`manifest.py` says how entries are ordered when two runs race). A whole
+  output's entry replaces everything; a partitioned one, exactly the partitions it wrote.
+- Readers (`statstable.read`, `spark.aggregate.read_stats`, the report, the next run) read the
+  files the entries name (`live_files`), never a folder listing.
+- Then the folder is cleaned up to the log (`recovery.finish`): the top-level files copied in,
+  files no entry names any more (superseded, or of runs that died uncommitted) removed, never
+  files of a run still live. Every run and reader does it first (`recover`), so a commit killed
+  at any step is finished (entry written) or undone (not written): each partition of every table
+  whole, old or new. Once a run has ended, the folder's Parquet files are exactly the committed
+  ones: a plain reader (`read_parquet('DIR/dashboard/**/*.parquet')`) sees each row once.
 
-- Whole (no `--partition-by`): everything goes into `.DIR.staging-*` beside DIR, which is swapped
-  in as DIR when every file is written: a reader sees the previous result or the new one.
-- Partitioned (`--partition-by run_date`): DIR stays; its tables (`stats/`, `scores/`,
-  `dashboard/`, `rejected/`) are Hive-style partitioned (`scores/run_date=2026-01-03/`). A run
-  stages its partitions inside DIR and swaps in exactly the partitions it produced, under a lock
-  (local file systems), so runs writing other partitions are untouched and two runs writing the
-  same partition leave one of them whole, never a mix.
-
-Both commit the same way: everything staged, then a journal (`_commit.json` in the staging
-folder, written whole or not at all) of every move, then the moves, each skipped once done. A
-commit killed at any step is finished by `recover`, which every run (`open`) and reader
-(`statstable.read`, `spark.aggregate.read_stats`) calls first: each partition ends whole, in
-every table, and DIR is never left missing.
+On a local disk the commit and the cleanup hold a lock (`DIR/.lock`); on object stores there is
+none and the protocol does not need one. A folder an older version committed (marker format 1)
+is adopted by the first run that opens it (an entry naming its files); one it left half way
+through its folder moves is finished by `legacy.py` first.
 
 Every result holds `_bleu_spark.json` (what wrote it, and how it is partitioned): only such a
-folder, or an empty one, is ever replaced.
+folder, or an empty one, is ever written into.
 """
 from .commit import PartitionedOutput, WholeOutput, check_output, new_run_id, open_output
-from .layout import filesystem, read_marker
+from .filesystems import configure, filesystem, is_s3, settings
+from .layout import read_marker
+from .manifest import live_files
 from .partitions import (PARTITION_TYPES, check_partition_columns, check_partition_names,
                          partition_path, partition_value, partition_values, rows_of, rows_outside)
 from .recovery import recover, recover_before_reading
+from .tasks import TableFiles, TaskWriter
 
 __all__ = ["PARTITION_TYPES", "PartitionedOutput", "WholeOutput", "check_output",
-           "check_partition_columns", "check_partition_names", "filesystem", "new_run_id",
-           "open_output", "partition_path", "partition_value", "partition_values", "read_marker",
-           "recover", "recover_before_reading", "rows_of", "rows_outside"]
+           "check_partition_columns", "check_partition_names", "configure", "filesystem", "is_s3",
+           "live_files", "new_run_id", "open_output", "partition_path", "partition_value",
+           "partition_values", "read_marker", "recover", "recover_before_reading", "rows_of",
+           "rows_outside", "settings", "TableFiles", "TaskWriter"]

@@ -1,79 +1,257 @@
-"""The commit: a staging folder swapped in as DIR whole, or its partitions swapped into DIR one at
-a time under the lock; and opening an output, checked, for a run."""
+"""An output opened for a run: its pending record, its data files written in place under names of
+its own, its top-level files staged, then the commit entry, then the cleanup (`recovery.finish`);
+or everything of it removed (`abort`)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import uuid
-from typing import Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from ..errors import OutputError
-from .journal import (_checked_swaps, _replay_partitioned, _replay_whole, _retired,
-                      _write_journal)
-from .layout import (JOURNAL, MARKER, RUN_FILE, RUNS, SUCCESS, TABLES, _exists, filesystem,
-                     read_marker)
-from .owner import owner_record
-from .partitions import check_partition_names
-from .recovery import _locked, _recover_partitioned, recover
-from .staging import _Output
+from .filesystems import filesystem, is_local, settings
+from .layout import (FORMAT_VERSION, MARKER, OUTPUT_FORMAT, RUN_FILE, RUNS, SUCCESS, TABLES,
+                     json_bytes, read_marker)
+from .manifest import (COMMITS, ENTRY_FORMAT, LEGACY_RUN, _step, data_prefix, entries, listing,
+                       next_stamp, pending_name, staged_name, write_entry)
+from .owner import _locked, owner_record
+from .partitions import (check_partition_columns, check_partition_names, partition_path,
+                         partition_values, rows_of)
+from .recovery import _prune, finish, recover
+
+
+class _Output:
+    """What both kinds of output share: writing a run's files, committing them, undoing them."""
+
+    def __init__(self, uri: str, partition_by: Sequence[str], run_id: str):
+        check_partition_names(partition_by)
+        self.uri = uri.rstrip("/") or "/"
+        self.fs, self.path = filesystem(self.uri)
+        if self.path in ("/", ""):
+            raise OutputError("output cannot be the root folder; name a folder for the result")
+        self.partition_by = tuple(partition_by)
+        self.run_id = run_id
+        self.partition_types: Dict[str, str] = {}
+        self.files: list = []           # top-level files staged, copied in at commit
+        self._numbers = itertools.count()
+        self._created = False
+        self.committed = False
+
+    # --- where things go ----------------------------------------------------------------------
+
+    def table_uri(self, table: str) -> str:
+        """Where the tasks write a table's files (segments): the output's own spelling."""
+        return f"{self.uri}/{table}"
+
+    @property
+    def fs_settings(self) -> dict:
+        """What the tasks need to open the same file system as the driver."""
+        return settings()
+
+    def data_file(self, table: str, partition: str = "", suffix: Optional[str] = None) -> str:
+        name = f"{data_prefix(self.run_id)}{suffix or next(self._numbers)}.parquet"
+        return "/".join(p for p in (self.path, table, partition, name) if p)
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def write_json(self, name: str, value) -> None:
+        self.write_bytes(name, json_bytes(value))
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        target = f"{self.path}/{staged_name(self.run_id, name)}"
+        self._parent(target)
+        with self.fs.open_output_stream(target) as out:
+            out.write(data)
+        self.files.append(name)
+
+    def write_table(self, name: str, table: pa.Table) -> None:
+        """`name/part-<run>-<n>.parquet`, or one file per partition under `name/col=value/`."""
+        if not self.partition_by:
+            self._write_file(name, "", table)
+            return
+        check_partition_columns(table.schema, self.partition_by)
+        self.partition_types = {c: str(table.schema.field(c).type) for c in self.partition_by}
+        for values in partition_values(table, self.partition_by):
+            part = table.filter(rows_of(table, self.partition_by, values))
+            self._write_file(name, partition_path(self.partition_by, values),
+                             part.drop_columns(list(self.partition_by)))
+
+    def _write_file(self, table_name: str, partition: str, table: pa.Table) -> None:
+        target = self.data_file(table_name, partition)
+        try:
+            self._parent(target)
+            pq.write_table(table, target, filesystem=self.fs)
+        except OSError as exc:  # e.g. a partition value too long for a folder name
+            where = f"{table_name}/{partition}".rstrip("/")
+            reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+            raise OutputError(f"cannot write {where[:120]}{'...' if len(where) > 120 else ''} "
+                              f"in {self.uri}: {reason}") from None
+
+    def _parent(self, target: str) -> None:
+        if is_local(self.fs):  # object stores have no folders to make
+            self.fs.create_dir(os.path.dirname(target), recursive=True)
+
+    def run_files(self) -> Dict[str, List[str]]:
+        """This run's data files per table, relative to DIR, wherever they were written (by this
+        process or by the tasks)."""
+        found: Dict[str, List[str]] = {}
+        prefix = data_prefix(self.run_id)
+        for table in TABLES:
+            infos = listing(self.fs, f"{self.path}/{table}", recursive=True)
+            files = sorted(i.path[len(self.path) + 1:] for i in infos
+                           if i.type == pafs.FileType.File and i.base_name.startswith(prefix))
+            if files:
+                found[table] = files
+        return found
+
+    def staged_partitions(self) -> list:
+        """Every partition folder path (`col=v/col2=w`) this run wrote for any table."""
+        return sorted({os.path.dirname(f.split("/", 1)[1])
+                       for files in self.run_files().values() for f in files})
+
+    def marker(self) -> dict:
+        return {"format": OUTPUT_FORMAT, "format_version": FORMAT_VERSION,
+                "partition_by": list(self.partition_by), "partition_types": self.partition_types}
+
+    # --- the run's life -----------------------------------------------------------------------
+
+    def check(self) -> None:
+        raise NotImplementedError
+
+    def open(self):
+        """Checked, a folder an older version wrote brought under the log, and this run's pending
+        record written before any of its files."""
+        recover(self.uri)
+        self.check()
+        self._created = self.fs.get_file_info(self.path).type == pafs.FileType.NotFound
+        try:
+            self._parent(f"{self.path}/{pending_name(self.run_id)}")
+            with self.fs.open_output_stream(f"{self.path}/{pending_name(self.run_id)}") as out:
+                out.write(json_bytes(owner_record()))
+            with _locked(self.fs, self.path):
+                self._adopt_older_files()
+                if read_marker(self.fs, self.path) is None:
+                    self._write_marker()
+        except OSError as exc:
+            raise OutputError(f"cannot write output directory {self.uri}: {exc}") from None
+        return self
+
+    def _write_marker(self) -> None:
+        _step("write marker")
+        with self.fs.open_output_stream(f"{self.path}/{MARKER}") as out:
+            out.write(json_bytes(self.marker()))
+
+    def _adopt_older_files(self) -> None:
+        """A folder an older version committed (marker format 1, no log): its files named by an
+        entry that comes before every other, so readers keep them until runs replace them."""
+        marker = read_marker(self.fs, self.path)
+        if marker is None or marker.get("format_version", 1) >= 2 or entries(self.fs, self.path):
+            return
+        depth = len(marker.get("partition_by") or [])
+        tables: Dict[str, List[str]] = {}
+        for table in TABLES:
+            infos = listing(self.fs, f"{self.path}/{table}", recursive=True)
+            tables[table] = sorted(
+                r for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
+                and not i.base_name.startswith((".", "_"))
+                and (r := i.path[len(self.path) + 1:]).count("/") == depth + 1)
+        partitions = sorted({os.path.dirname(f.split("/", 1)[1]) for v in tables.values() for f in v})
+        tops = [i.base_name for i in listing(self.fs, self.path) if i.type == pafs.FileType.File
+                and i.base_name not in (MARKER, ".lock")]
+        write_entry(self.fs, self.path, {
+            "format": ENTRY_FORMAT, "run_id": LEGACY_RUN, "stamp": 0, "whole": not depth,
+            "partitions": partitions or ([""] if not depth else []),
+            "tables": {t: v for t, v in tables.items() if v}, "files": tops, "owner": {}})
+        self.partition_types = marker.get("partition_types") or {}
+        self._write_marker()
+
+    def commit(self, run: dict, prepare=None) -> None:
+        """Under the lock (local disks): the checks, `prepare(self)` (what must read DIR as it will
+        be, e.g. the report over all partitions: a failure there leaves DIR untouched), the
+        top-level files, then the entry; then the folder cleaned up to the log."""
+        try:
+            with _locked(self.fs, self.path):
+                self.check()
+                if prepare is not None:
+                    prepare(self)
+                entry = self._entry(run)
+                self._write_marker()
+                write_entry(self.fs, self.path, entry)
+                self.committed = True
+                with contextlib.suppress(OSError):  # committed: the next run or reader redoes it
+                    finish(self.fs, self.path, me=self.run_id)
+        except OSError as exc:
+            raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
+
+    def _entry(self, run: dict) -> dict:
+        files = self.run_files()
+        partitions = [""] if not self.partition_by else sorted(
+            {os.path.dirname(f.split("/", 1)[1]) for v in files.values() for f in v})
+        if self.partition_by:
+            run["partitions_written"] = partitions  # the caller's record says so too
+            self.write_json(f"{RUNS}/{self.run_id}.json", run)
+        self.write_json(RUN_FILE, run)
+        self.write_bytes(SUCCESS, b"")
+        return {"format": ENTRY_FORMAT, "run_id": self.run_id,
+                "stamp": next_stamp(entries(self.fs, self.path)), "whole": not self.partition_by,
+                "partitions": partitions, "tables": files, "files": list(dict.fromkeys(self.files)),
+                "owner": owner_record()}
+
+    def abort(self) -> None:
+        """Everything of this run removed, unless its entry is written: then it is finished."""
+        if self.committed or self._entry_written():
+            with contextlib.suppress(OSError):
+                finish(self.fs, self.path, me=self.run_id)
+            return
+        removed = []
+        with contextlib.suppress(OSError):
+            for files in self.run_files().values():
+                for relative in files:
+                    self.fs.delete_file(f"{self.path}/{relative}")
+                    removed.append(f"{self.path}/{relative}")
+            self.fs.delete_dir(f"{self.path}/{staged_name(self.run_id)}")
+        with contextlib.suppress(OSError):
+            self.fs.delete_file(f"{self.path}/{pending_name(self.run_id)}")
+        if is_local(self.fs):
+            _prune(self.path, removed)
+            self._remove_if_made()
+
+    def _entry_written(self) -> bool:
+        return any(i.base_name.startswith("c-") and i.base_name.endswith(f"-{self.run_id}.json")
+                   for i in listing(self.fs, f"{self.path}/{COMMITS}"))
+
+    def _remove_if_made(self) -> None:
+        """DIR, when this run made it and nothing but its marker and empty folders are left."""
+        if not self._created:
+            return
+        with contextlib.suppress(OSError):
+            for folder, _, _ in sorted(os.walk(self.path), key=lambda w: -w[0].count("/")):
+                if folder != self.path:
+                    os.rmdir(folder)
+            left = set(os.listdir(self.path))
+            if left <= {MARKER, ".lock"}:
+                for name in left:
+                    os.unlink(f"{self.path}/{name}")
+                os.rmdir(self.path)
 
 
 class WholeOutput(_Output):
-    """DIR replaced whole by a staging folder beside it."""
+    """DIR's tables and files replaced whole by the run's."""
 
     def __init__(self, uri: str, run_id: str):
-        fs, path = filesystem(uri.rstrip("/") or "/")
-        if path in ("/", ""):
-            raise OutputError("output cannot be the root folder; name a folder for the result")
-        parent, name = os.path.split(path)
-        super().__init__(uri, (), run_id, f"{parent}/.{name}.staging-{run_id}")
-        self.retired = f"{parent}/.{name}.old-{run_id}"
+        super().__init__(uri, (), run_id)
 
     def check(self) -> None:
         _check_replaceable(self.fs, self.path, self.uri, partitioned=False)
 
-    def commit(self, run: dict, prepare=None) -> None:
-        """DIR -> .DIR.old-<run>, staging -> DIR, after a journal that lets a later run or reader
-        finish the swap if this process dies between the moves (DIR is never left missing)."""
-        if prepare is not None:
-            prepare(self)
-        self.write_json(RUN_FILE, run)
-        self.write_json(MARKER, self.marker())
-        self.write_bytes(SUCCESS, b"")
-        recover(self.uri)  # a run that died in its swap since this one opened: finished first
-        self.check()  # again: a file saved into DIR while the run worked is never lost
-        journal = {"run_id": self.run_id, "owner": owner_record(), "retired": self.retired}
-        try:
-            _write_journal(self.fs, self.staging, journal)
-        except OSError as exc:
-            raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
-        try:
-            _replay_whole(self.fs, self.path, self.staging, self.retired)
-        except OSError as exc:
-            self._undo()
-            raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
-
-    def _finish(self, journal: dict) -> None:
-        _replay_whole(self.fs, self.path, self.staging, _retired(self.path, journal, self.staging))
-
-    def _undo(self) -> None:
-        """A move that failed in this live process: the previous DIR put back, the journal
-        dropped, so `abort` removes the staging folder."""
-        with contextlib.suppress(OSError):
-            if not _exists(self.fs, self.path) and _exists(self.fs, self.retired):
-                self.fs.move(self.retired, self.path)
-            self.fs.delete_file(f"{self.staging}/{JOURNAL}")
-
 
 class PartitionedOutput(_Output):
-    """DIR kept; the partitions a run produced swapped in, one at a time, under a lock."""
-
-    def __init__(self, uri: str, partition_by: Sequence[str], run_id: str):
-        check_partition_names(partition_by)
-        fs, path = filesystem(uri.rstrip("/") or "/")
-        super().__init__(uri, partition_by, run_id, f"{path}/.staging-{run_id}")
+    """DIR kept; the partitions a run wrote replaced in every table."""
 
     def check(self) -> None:
         marker = _check_replaceable(self.fs, self.path, self.uri, partitioned=True)
@@ -82,66 +260,20 @@ class PartitionedOutput(_Output):
                               f"{','.join(marker.get('partition_by') or []) or 'nothing'}, not by "
                               f"{','.join(self.partition_by)}; write to another folder")
 
-    def staged_partitions(self) -> list:
-        """Every partition folder path (`col=v/col2=w`) staged for any table."""
-        found = set()
-        depth = len(self.partition_by)
-        for table in TABLES:
-            root = f"{self.staging}/{table}"
-            if self.fs.get_file_info(root).type != pafs.FileType.Directory:
-                continue
-            for info in self.fs.get_file_info(pafs.FileSelector(root, recursive=True)):
-                relative = info.path[len(root) + 1:].split("/")
-                if info.type == pafs.FileType.Directory and len(relative) == depth:
-                    found.add("/".join(relative))
-        return sorted(found)
-
-    def commit(self, run: dict, prepare=None) -> None:
-        """Under the lock: a dead run's half-done commit finished, the checks, `prepare(self)`
-        (what must read DIR as it will be, e.g. the report over all partitions: a failure there
-        leaves DIR untouched), then a journal of every step, then the steps."""
-        partitions = self.staged_partitions()
-        run["partitions_written"] = partitions  # the caller's record says so too
-        try:
-            with _locked(self.fs, self.path) as held:
-                _recover_partitioned(self.fs, self.path, held)
-                self.check()
-                if prepare is not None:
-                    prepare(self)
-                journal = self._journal(run, partitions)
-                _write_journal(self.fs, self.staging, journal)
-                _replay_partitioned(self.fs, self.path, self.staging, journal)
-        except OSError as exc:
-            raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
-
-    def _finish(self, journal: dict) -> None:
-        with _locked(self.fs, self.path):
-            _replay_partitioned(self.fs, self.path, self.staging,
-                                _checked_swaps(self.fs, self.path, self.staging, journal))
-
-    def _journal(self, run: dict, partitions: Sequence[str]) -> dict:
-        """Every (table, partition) to swap, whether this run staged it (if not, the old one is
-        only removed), and the top-level files, staged now and moved last (_SUCCESS last)."""
-        self.write_json(f"{RUNS}/{self.run_id}.json", run)
-        self.write_json(RUN_FILE, run)
-        self.write_json(MARKER, self.marker())
-        self.write_bytes(SUCCESS, b"")
-        swaps = [[table, partition, _exists(self.fs, f"{self.staging}/{table}/{partition}")]
-                 for partition in partitions for table in TABLES]
-        return {"run_id": self.run_id, "owner": owner_record(), "swaps": swaps,
-                "files": list(dict.fromkeys(self.files))}
-
 
 def _check_replaceable(fs, path: str, uri: str, partitioned: bool) -> Optional[dict]:
-    """Only an empty folder or an earlier result of this job is ever written over."""
-    info = fs.get_file_info(path)
+    """Only an empty folder or an earlier result of this job is ever written into."""
+    try:
+        info = fs.get_file_info(path)
+    except OSError as exc:  # an unknown host, a refused connection, no credentials
+        raise OutputError(f"cannot reach output {uri}: {str(exc).splitlines()[0]}") from None
     if info.type == pafs.FileType.NotFound:
         return None
     if info.type != pafs.FileType.Directory:
         raise OutputError(f"output {uri} exists and is not a directory")
-    entries = [e for e in fs.get_file_info(pafs.FileSelector(path))
-               if not (partitioned and e.base_name.startswith((".staging-", ".lock")))]
-    if not entries:
+    entries_ = [e for e in fs.get_file_info(pafs.FileSelector(path))
+                if not e.base_name.startswith((".staging-", ".lock", COMMITS))]
+    if not entries_:
         return None
     marker = read_marker(fs, path)
     if marker is None:

@@ -1,5 +1,5 @@
-"""An output folder's layout: the names of what it holds, the file system its path lives on, its
-marker, and JSON as every file of a result holds it."""
+"""An output folder's layout: the names of what it holds, its marker, and JSON as every file of a
+result holds it."""
 from __future__ import annotations
 
 import json
@@ -8,35 +8,25 @@ import os
 import re
 from typing import Optional
 
-import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import ForeignFileError, OutputError, UsageError
+from ..errors import ForeignFileError, UsageError
 from .partitions import check_partition_names
 
 MARKER = "_bleu_spark.json"
 SUCCESS = "_SUCCESS"
 RUN_FILE = "run.json"
-OWNER = "_staging_owner.json"  # in a staging folder: the host and process writing it
-# In a staging folder: every step of its commit, written (atomically) before the first move. A
-# staging folder with one is a commit begun: finished by whoever finds it dead, never deleted.
+# An older version's staging folder held these: its owner, and the journal of its folder moves.
+OWNER = "_staging_owner.json"
 JOURNAL = "_commit.json"
 RUNS = "runs"
 TABLES = ("stats", "scores", "dashboard", "paired", "rejected", "segments")
 # A run id as `new_run_id` makes it (tests name theirs too): never a '/' or a '.'.
 RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")
 OUTPUT_FORMAT = "bleu-spark output"
-
-
-def filesystem(uri: str):
-    if "://" in uri and not uri.startswith("file://"):
-        try:
-            return pafs.FileSystem.from_uri(uri)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise OutputError(f"output {uri}: no file system for its scheme here "
-                              f"({str(exc).splitlines()[0]})") from None
-    path = uri[len("file://"):] if uri.startswith("file://") else uri
-    return pafs.LocalFileSystem(), os.path.abspath(path)
+# 1: the tables' files are whatever their folders hold (an older version's swaps); 2: the files
+# the commit log (`_commits/`) names.
+FORMAT_VERSION = 2
 
 
 def _finite(value):

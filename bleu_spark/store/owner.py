@@ -1,13 +1,17 @@
-"""Who writes a staging folder (host, process, start), and whether that run is gone."""
+"""Who writes into an output (host, process, start), whether that run is gone, and the lock that
+keeps two commits of one folder on a local disk apart."""
 from __future__ import annotations
 
-import json
+import contextlib
 import os
+import threading
 from typing import Optional
 
-from .layout import OWNER
+import pyarrow.fs as pafs
 
-STALE_AFTER_S = 24 * 3600  # a staging folder this old is a leftover, whoever owned it
+from .layout import _foreign
+
+STALE_AFTER_S = 24 * 3600  # a pending run this old is a leftover, whoever owned it
 
 
 def owner_record() -> dict:
@@ -27,21 +31,6 @@ def _process_gone(pid) -> bool:
     return False
 
 
-def _is_stale(fs, path: str, now: Optional[float] = None) -> bool:
-    import time
-
-    now = time.time() if now is None else now
-    try:
-        with fs.open_input_stream(f"{path}/{OWNER}") as stream:
-            owner = json.loads(stream.read())
-        float(owner["started"])
-    except (OSError, ValueError, KeyError, TypeError):
-        # No record (yet: a run writes it just after creating the folder): judge by age only.
-        info = fs.get_file_info(path)
-        owner = {"started": info.mtime.timestamp() if info.mtime is not None else now}
-    return _owner_gone(owner, now)
-
-
 def _owner_gone(owner: dict, now: Optional[float] = None) -> bool:
     """The run an owner record names has ended (its process on this host is gone), or is so old
     that it must have (whatever host it ran on)."""
@@ -56,3 +45,42 @@ def _owner_gone(owner: dict, now: Optional[float] = None) -> bool:
     if now - started > STALE_AFTER_S:
         return True
     return owner.get("host") == socket.gethostname() and _process_gone(owner.get("pid"))
+
+
+# DIR -> depth, per thread: a reader called under this thread's lock (the report drawn at the
+# commit) goes on; another thread, like another process, waits for the lock.
+_held = threading.local()
+
+
+@contextlib.contextmanager
+def _locked(fs, path: str):
+    """An exclusive lock on DIR for the swap (local file systems; elsewhere, none): yields
+    whether it is held, i.e. whether no other commit of DIR can be running."""
+    if not isinstance(fs, pafs.LocalFileSystem):
+        yield False
+        return
+    held = _held.__dict__
+    if held.get(path):
+        held[path] += 1
+        try:
+            yield True
+        finally:
+            held[path] -= 1
+        return
+    import fcntl
+
+    try:  # never through a link: opening one would create or touch a file where it points
+        descriptor = os.open(os.path.join(path, ".lock"), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        if os.path.islink(os.path.join(path, ".lock")):
+            raise _foreign(os.path.join(path, ".lock"), "is a symbolic link",
+                           "remove the link (not what it points to) and run again") from None
+        raise
+    with os.fdopen(descriptor, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        held[path] = 1
+        try:
+            yield True
+        finally:
+            held.pop(path, None)
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,30 +1,39 @@
-"""Commits a dead run left half done, finished before anything reads or writes the output; and the
-lock on DIR that keeps two partitioned commits apart."""
+"""After a commit, and before anything reads or writes an output: the folder made to hold exactly
+what its commit log names. The latest entry's top-level files copied into place, files the log
+no longer names (superseded, or of runs that died uncommitted) removed, entries that hold
+nothing any more dropped. Files of a run still live are never touched.
+
+Why it is safe without a lock (object stores): it lists the tables' files first, then reads the
+pending records, then the entries. A file listed belongs to a run whose pending record was
+written before it; if that record is gone by the second step, the run has committed (its entry
+is there by the third step, and names the file if it is live) or has undone itself."""
 from __future__ import annotations
 
 import contextlib
 import os
-import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
 
 import pyarrow.fs as pafs
 
 from ..errors import OutputError
-from .journal import (_checked_swaps, _read_journal, _replay_partitioned, _replay_whole, _retired,
-                      _step)
-from .layout import _exists, _foreign, _listing, _not_a_link, filesystem, read_marker
-from .owner import _owner_gone
+from .filesystems import filesystem, is_local
+from .layout import TABLES
+from .legacy import recover_journals
+from .manifest import (COMMITS, PENDING, STAGED, UNLINKED, State, _step, data_prefix, entries, listing,
+                       read_json, staged_name)
+from .owner import _locked, _owner_gone
 
 
 def recover(uri: str) -> None:
-    """Commits of the output at `uri` that a dead run left half done are finished (the journal
-    replayed), and a DIR lost by a swap without a journal is put back; before anything reads or
-    writes the output. Live runs' commits are left alone (a reader then waits for the lock)."""
+    """The output at `uri` made whole before it is read or written: an older version's half-done
+    commit finished, then `finish`. Live runs' files are left alone."""
     fs, path = filesystem(uri.rstrip("/") or "/")
     try:
-        _recover_whole(fs, path)
-        if _journaled_stagings(fs, path):
-            with _locked(fs, path) as held:
-                _recover_partitioned(fs, path, held)
+        recover_journals(fs, path)
+        if listing(fs, f"{path}/{COMMITS}"):
+            with _locked(fs, path):
+                finish(fs, path)
     except OSError as exc:
         raise OutputError(f"cannot finish an interrupted commit of {uri}: {exc}") from None
 
@@ -37,97 +46,105 @@ def recover_before_reading(path: str) -> None:
         recover(os.path.dirname(path))
 
 
-def _journaled_stagings(fs, path: str) -> list:
-    return [(p, j) for p in _listing(fs, path, ".staging-")
-            if (j := _read_journal(fs, _not_a_link(fs, p))) is not None]
+def finish(fs, path: str, me: Optional[str] = None) -> State:
+    """The folder cleaned up to its log (see the module's docstring); `me`: the run calling it
+    after its own commit, whose files are no longer protected by its pending record."""
+    data = [i for i in listing(fs, path, recursive=True) if i.type == pafs.FileType.File
+            and i.path[len(path) + 1:].split("/", 1)[0] in TABLES]
+    commits = listing(fs, f"{path}/{COMMITS}")
+    pending = {m[1]: i.path for i in commits if (m := PENDING.fullmatch(i.base_name))}
+    owners = dict(zip(pending, _read_all(fs, list(pending.values()))))
+    log = entries(fs, path)
+    state = State(log)
+    committed = {e["run_id"] for e in log}
+    live = {run for run, owner in owners.items()
+            if run != me and run not in committed and not _owner_gone(owner)}
+    _copy_top_files(fs, path, state)
+    _remove_superseded_top_files(fs, path, state)
+    referenced = state.referenced()
+    garbage = [i.path for i in data if i.path[len(path) + 1:] not in referenced
+               and not any(i.base_name.lstrip(".").startswith(data_prefix(r)) for r in live)]
 
-
-def _recover_partitioned(fs, path: str, held: bool) -> None:
-    """Under the lock no other commit is running, so every journal found is a dead run's; with no
-    lock (object stores), only those whose owner is gone are replayed."""
-    for staging, journal in _journaled_stagings(fs, path):
-        if held or _owner_gone(journal["owner"]):
-            _replay_partitioned(fs, path, staging, _checked_swaps(fs, path, staging, journal))
-
-
-def _recover_whole(fs, path: str) -> None:
-    """Swaps of DIR beside it: a dead run's journaled staging replayed, its cleanup finished, and
-    a `.DIR.old-*` whose swap left no DIR and no journal (a run of an earlier version) put back."""
-    parent, name = os.path.split(path)
-    for staging in _beside(fs, path, "staging"):
-        journal = _read_journal(fs, staging)
-        if journal is not None and _owner_gone(journal["owner"]):
-            _replay_whole(fs, path, staging, _retired(path, journal, staging))
-    moved_in = _read_journal(fs, path)
-    if moved_in is not None and _owner_gone(moved_in["owner"]):
-        _replay_whole(fs, path, f"{parent}/.{name}.staging-{moved_in['run_id']}",
-                      _retired(path, moved_in, path))
-    for retired in _beside(fs, path, "old"):
-        run_id = retired[len(f"{parent}/.{name}.old-"):]
-        live = _read_journal(fs, f"{parent}/.{name}.staging-{run_id}") is not None \
-            or (moved_in or {}).get("retired") == retired  # between its moves, or cleaning up
-        if live or not _was_result(fs, retired):
+    def delete(file):  # one request each on an object store: several at once
+        _step(f"delete {file[len(path) + 1:]}")
+        return file if _removed(fs, file) else None
+    with ThreadPoolExecutor(16) as pool:
+        removed = [f for f in pool.map(delete, garbage) if f]
+    for info in listing(fs, f"{path}/{COMMITS}"):
+        staged = STAGED.fullmatch(info.base_name)
+        other = PENDING.fullmatch(info.base_name) or UNLINKED.fullmatch(info.base_name)
+        run = (staged or other)[1] if staged or other else None
+        if run is None or run in live:
             continue
-        if not _exists(fs, path):
-            _step("put retired DIR back")
-            fs.move(retired, path)
-        else:
-            _step("delete retired DIR")
-            with contextlib.suppress(OSError):
-                fs.delete_dir(retired)
+        _step(f"delete {info.base_name}")
+        _removed(fs, info.path, folder=bool(staged))
+    for entry in log[:-1]:
+        if not state.needed(entry):
+            _step(f"drop entry of {entry['run_id']}")
+            _removed(fs, f"{path}/{COMMITS}/c-{entry['stamp']:020d}-{entry['run_id']}.json")
+    if is_local(fs):
+        _prune(path, removed)
+    return state
 
 
-def _beside(fs, path: str, kind: str) -> list:
-    """`.DIR.<kind>-<run_id>` folders beside DIR. A run id holds no '.', so those of an output
-    named `DIR.staging-x` (say) are not taken for this one's."""
-    parent, name = os.path.split(path)
-    prefix = f".{name}.{kind}-"
-    return [_not_a_link(fs, p) for p in _listing(fs, parent, prefix)
-            if "." not in os.path.basename(p)[len(prefix):]]
+def _read_all(fs, paths: list) -> list:
+    def read(p):
+        try:
+            return read_json(fs, p)
+        except (OSError, ValueError):
+            return {}  # half written or gone: judged by its start time alone (none: now)
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(read, paths))
 
 
-def _was_result(fs, folder: str) -> bool:
-    """What a swap retires: an earlier result (it has the marker) or an empty folder."""
+def _copy_top_files(fs, path: str, state: State) -> None:
+    """Each top-level file from the entry that holds it, while its staged copy is there (gone:
+    it was copied, and its folder removed)."""
+    for name, entry in state.files.items():
+        staged = f"{path}/{staged_name(entry['run_id'], name)}"
+        if fs.get_file_info(staged).type != pafs.FileType.File:
+            continue
+        _step(f"copy {name}")
+        with contextlib.suppress(FileNotFoundError):  # copied and removed by another run
+            copy_in(fs, staged, f"{path}/{name}")
+
+
+def copy_in(fs, source: str, target: str) -> None:
+    """`target` replaced by a copy of `source` in one step: a rename on a local disk, one
+    server-side copy on an object store."""
+    if not is_local(fs):
+        fs.copy_file(source, target)
+        return
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    temporary = f"{os.path.dirname(target)}/.{os.path.basename(target)}.tmp"
+    fs.copy_file(source, temporary)
+    os.replace(temporary, target)
+
+
+def _remove_superseded_top_files(fs, path: str, state: State) -> None:
+    """Top-level files an entry named that no entry holds now (a whole run's report.html after a
+    whole run without --report)."""
+    named = {n for e in state.entries for n in e["files"]} - set(state.files)
+    for name in sorted(named):
+        _step(f"delete top-level {name}")
+        _removed(fs, f"{path}/{name}")
+
+
+def _removed(fs, target: str, folder: bool = False) -> bool:
     try:
-        return read_marker(fs, folder) is not None or not fs.get_file_info(pafs.FileSelector(folder))
-    except OSError:
+        fs.delete_dir(target) if folder else fs.delete_file(target)
+        return True
+    except OSError:  # gone already, or a reader without the right to delete: the next run does it
         return False
 
 
-# DIR -> depth, per thread: a reader called under this thread's lock (the report drawn at the
-# commit) goes on; another thread, like another process, waits for the lock.
-_held = threading.local()
-
-
-@contextlib.contextmanager
-def _locked(fs, path: str):
-    """An exclusive lock on DIR for the swap (local file systems; elsewhere, none): yields
-    whether it is held, i.e. whether no other commit of DIR can be running."""
-    if not isinstance(fs, pafs.LocalFileSystem):
-        yield False
-        return
-    held = _held.__dict__
-    if held.get(path):
-        held[path] += 1
-        try:
-            yield True
-        finally:
-            held[path] -= 1
-        return
-    import fcntl
-
-    try:  # never through a link: opening one would create or touch a file where it points
-        descriptor = os.open(os.path.join(path, ".lock"), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:
-        if os.path.islink(os.path.join(path, ".lock")):
-            raise _foreign(os.path.join(path, ".lock"), "is a symbolic link",
-                           "remove the link (not what it points to) and run again") from None
-        raise
-    with os.fdopen(descriptor, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        held[path] = 1
-        try:
-            yield True
-        finally:
-            held.pop(path, None)
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _prune(root: str, removed: list) -> None:
+    """Partition folders emptied by the removals, up to their table's folder."""
+    for file in sorted(removed, key=lambda p: -p.count("/")):
+        folder = os.path.dirname(file)
+        while folder.count("/") > root.count("/") + 1:
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+            folder = os.path.dirname(folder)

@@ -1,5 +1,7 @@
-"""A commit's journal: every move, written whole before the first; checked when read (every path
-it names stays inside DIR), and replayed from wherever a commit stopped."""
+"""Folders an older version of this job left half committed: its journal (`_commit.json` in a
+staging folder, naming every folder move of the commit) checked when read (every path it names
+stays inside DIR) and replayed from wherever that commit stopped, on a local disk (the only
+place where those commits could run). Nothing here writes a journal any more."""
 from __future__ import annotations
 
 import contextlib
@@ -10,17 +12,10 @@ from typing import Optional
 import pyarrow.fs as pafs
 
 from ..errors import ForeignFileError
-from .layout import JOURNAL, OWNER, RUN_ID, TABLES, _exists, _foreign, json_bytes
-
-# Tests: called with a step's name before every file system step of a commit or its recovery
-# (a test ends the process there, to prove that a commit killed at any step is recovered).
-commit_hook = None
-
-
-def _step(what: str) -> None:
-    if commit_hook is not None:
-        commit_hook(what)
-
+from .layout import (JOURNAL, OWNER, RUN_ID, TABLES, _exists, _foreign, _listing, _not_a_link,
+                     read_marker)
+from .manifest import _step
+from .owner import _locked, _owner_gone
 
 def _read_journal(fs, folder: str) -> Optional[dict]:
     """The journal of a staging folder (or of DIR, for a whole commit between its moves), None
@@ -95,15 +90,6 @@ def _confined(fs, base: str, relative: str, file: str) -> None:
                                          f"outside {base}")
 
 
-def _write_journal(fs, staging: str, journal: dict) -> None:
-    """Written beside, then renamed: a journal is whole or absent."""
-    _step("write journal")
-    with fs.open_output_stream(f"{staging}/{JOURNAL}.tmp") as out:
-        out.write(json_bytes(journal))
-    _step("journal in place")
-    fs.move(f"{staging}/{JOURNAL}.tmp", f"{staging}/{JOURNAL}")
-
-
 def _replay_whole(fs, path: str, staging: str, retired: str) -> None:
     """The whole output's swap from wherever it stopped; each step is skipped once done. The
     staging folder still there means DIR is not new yet: a DIR present then is the old one."""
@@ -161,3 +147,70 @@ def _swap_in(fs, target: str, new: str, retired: str, staged: bool) -> None:
         fs.create_dir(os.path.dirname(target), recursive=True)
         _step(f"move in {target}")
         fs.move(new, target)
+
+
+def recover_journals(fs, path: str) -> None:
+    """A dead run's journaled commit finished, and a DIR its swap left missing put back."""
+    if not isinstance(fs, pafs.LocalFileSystem):
+        return
+    _recover_whole(fs, path)
+    if _journaled_stagings(fs, path):
+        with _locked(fs, path) as held:
+            _recover_partitioned(fs, path, held)
+
+
+def _journaled_stagings(fs, path: str) -> list:
+    return [(p, j) for p in _listing(fs, path, ".staging-")
+            if (j := _read_journal(fs, _not_a_link(fs, p))) is not None]
+
+
+def _recover_partitioned(fs, path: str, held: bool) -> None:
+    """Under the lock no other commit is running, so every journal found is a dead run's; with no
+    lock (object stores), only those whose owner is gone are replayed."""
+    for staging, journal in _journaled_stagings(fs, path):
+        if held or _owner_gone(journal["owner"]):
+            _replay_partitioned(fs, path, staging, _checked_swaps(fs, path, staging, journal))
+
+
+def _recover_whole(fs, path: str) -> None:
+    """Swaps of DIR beside it: a dead run's journaled staging replayed, its cleanup finished, and
+    a `.DIR.old-*` whose swap left no DIR and no journal (a run of an earlier version) put back."""
+    parent, name = os.path.split(path)
+    for staging in _beside(fs, path, "staging"):
+        journal = _read_journal(fs, staging)
+        if journal is not None and _owner_gone(journal["owner"]):
+            _replay_whole(fs, path, staging, _retired(path, journal, staging))
+    moved_in = _read_journal(fs, path)
+    if moved_in is not None and _owner_gone(moved_in["owner"]):
+        _replay_whole(fs, path, f"{parent}/.{name}.staging-{moved_in['run_id']}",
+                      _retired(path, moved_in, path))
+    for retired in _beside(fs, path, "old"):
+        run_id = retired[len(f"{parent}/.{name}.old-"):]
+        live = _read_journal(fs, f"{parent}/.{name}.staging-{run_id}") is not None \
+            or (moved_in or {}).get("retired") == retired  # between its moves, or cleaning up
+        if live or not _was_result(fs, retired):
+            continue
+        if not _exists(fs, path):
+            _step("put retired DIR back")
+            fs.move(retired, path)
+        else:
+            _step("delete retired DIR")
+            with contextlib.suppress(OSError):
+                fs.delete_dir(retired)
+
+
+def _beside(fs, path: str, kind: str) -> list:
+    """`.DIR.<kind>-<run_id>` folders beside DIR. A run id holds no '.', so those of an output
+    named `DIR.staging-x` (say) are not taken for this one's."""
+    parent, name = os.path.split(path)
+    prefix = f".{name}.{kind}-"
+    return [_not_a_link(fs, p) for p in _listing(fs, parent, prefix)
+            if "." not in os.path.basename(p)[len(prefix):]]
+
+
+def _was_result(fs, folder: str) -> bool:
+    """What a swap retires: an earlier result (it has the marker) or an empty folder."""
+    try:
+        return read_marker(fs, folder) is not None or not fs.get_file_info(pafs.FileSelector(folder))
+    except OSError:
+        return False

@@ -1,0 +1,62 @@
+"""An output's tables written and read by the tasks through pyarrow, never through a Spark file
+system connector: the files to read are the ones the commit log names, and a cluster without a
+connector for the output's scheme (`s3://` on most, `s3a://` without hadoop-aws) works the same.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import List, Optional
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark import TaskContext
+from pyspark.sql import DataFrame, SparkSession
+
+from .. import store
+
+
+def write_frame(frame: DataFrame, where: store.TableFiles) -> int:
+    """The frame's rows as the table `where` names, each task writing its own files; the number
+    of files written."""
+    def write(batches):
+        task = TaskContext.get()
+        writer = store.TaskWriter(where, task.partitionId(), task.attemptNumber())
+        for batch in batches:
+            if batch.num_rows:
+                writer.write(pa.Table.from_batches([batch]))
+        yield pa.RecordBatch.from_pydict({"files": pa.array([writer.close()], pa.int64())})
+
+    return sum(r[0] for r in frame.mapInArrow(write, "files long").collect())
+
+
+def read_files(spark: SparkSession, where: store.TableFiles, files: List[str],
+               partition_types: Optional[dict] = None) -> Optional[DataFrame]:
+    """The rows of `files` (paths below `where.uri`'s folder), their partition columns taken
+    from their folder names with the types the writing run recorded. None when there are none."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    if not files:
+        return None
+    settings = dict(where.fs_settings)
+    fs, root = store.filesystem(where.uri, settings)
+    with ThreadPoolExecutor(8) as pool:  # footers only; files of other runs may have more columns
+        schema = pa.unify_schemas(list(pool.map(lambda f: pq.read_schema(f, filesystem=fs), files)))
+    types = partition_types or {}
+    keys = [pa.field(c, store.PARTITION_TYPES.get(types.get(c), pa.string()))
+            for c in where.partition_by]
+    full = pa.schema([*schema, *keys])
+
+    def read(batches):
+        task_fs, _ = store.filesystem(where.uri, settings)
+        for batch in batches:
+            for path in batch.column(0).to_pylist():
+                table = pq.read_table(path, filesystem=task_fs, schema=schema)
+                folders = path[len(root) + 1:].split("/")[:-1]
+                for key, folder in zip(keys, folders):
+                    value = pa.array([store.partition_value(folder)], pa.string()).cast(key.type)
+                    table = table.append_column(key, pa.repeat(value[0], table.num_rows))
+                yield from table.select(full.names).to_batches()
+
+    paths = spark.createDataFrame([(f,) for f in files], "path string")
+    paths = paths.repartition(min(len(files), spark.sparkContext.defaultParallelism))
+    return paths.mapInArrow(read, from_arrow_schema(full))

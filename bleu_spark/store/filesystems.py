@@ -1,0 +1,95 @@
+"""Where an output's path lives: a local disk, or S3 through pyarrow's S3FileSystem.
+
+`s3://`, `s3a://` and `s3n://` all name S3 (the last two are how Spark users spell it). The
+driver's S3 client takes its endpoint, region, path style and credentials from the standard AWS
+variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` or
+`AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL`), and, set over them, from the run's Spark settings
+`spark.hadoop.fs.s3a.*` (`configure`), so a platform's spark-defaults or `--conf` reach it too.
+Other schemes go to pyarrow's own `FileSystem.from_uri` (hdfs://, gs://, abfs:// as far as the
+installed pyarrow was built with them).
+"""
+from __future__ import annotations
+
+import os
+from typing import Dict, Optional
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from ..errors import OutputError
+
+S3_SCHEMES = ("s3", "s3a", "s3n")
+# spark.hadoop.fs.s3a.<key> -> what it sets on pyarrow's S3FileSystem
+_SPARK_S3A = {"endpoint": "endpoint", "endpoint.region": "region", "path.style.access": "path_style",
+              "access.key": "access_key", "secret.key": "secret_key", "session.token": "session_token",
+              "connection.ssl.enabled": "ssl"}
+_configured: Dict[str, str] = {}
+
+
+def configure(spark_settings: Dict[str, str]) -> None:
+    """The run's Spark settings (spark-defaults, --conf): the `spark.hadoop.fs.s3a.*` ones are
+    kept for this process's S3 client, over the AWS variables."""
+    _configured.clear()
+    _configured.update(s3a_settings(spark_settings))
+
+
+def s3a_settings(spark_settings: Dict[str, str]) -> Dict[str, str]:
+    prefix = "spark.hadoop.fs.s3a."
+    return {_SPARK_S3A[k[len(prefix):]]: v for k, v in spark_settings.items()
+            if k.startswith(prefix) and k[len(prefix):] in _SPARK_S3A}
+
+
+def settings() -> Dict[str, str]:
+    """What this process was configured with: handed to the executors that write the output."""
+    return dict(_configured)
+
+
+def s3_options(given: Optional[Dict[str, str]] = None) -> dict:
+    """Keyword arguments of pyarrow's S3FileSystem from the AWS variables and the settings."""
+    given = _configured if given is None else given
+    endpoint = given.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") \
+        or os.environ.get("AWS_ENDPOINT_URL")
+    options: dict = {}
+    region = given.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        options["region"] = region
+    if endpoint:
+        scheme, _, host = endpoint.rpartition("://")
+        ssl = given.get("ssl", "true").lower() != "false"
+        options["endpoint_override"] = host.rstrip("/")
+        options["scheme"] = scheme or ("https" if ssl else "http")
+    if given.get("access_key") and given.get("secret_key"):
+        options.update(access_key=given["access_key"], secret_key=given["secret_key"])
+        if given.get("session_token"):
+            options["session_token"] = given["session_token"]
+    # Hadoop's path.style.access=false is virtual-host addressing; pyarrow's default is path style.
+    if given.get("path_style", "").lower() == "false":
+        options["force_virtual_addressing"] = True
+    return options
+
+
+def is_s3(uri: str) -> bool:
+    return uri.split("://", 1)[0].lower() in S3_SCHEMES if "://" in uri else False
+
+
+def filesystem(uri: str, given: Optional[Dict[str, str]] = None):
+    """(file system, path in it) of `uri`: a local path, `file://`, S3 or another pyarrow scheme.
+    `given`: the settings of the driver that planned the run (executors have no Spark conf)."""
+    if is_s3(uri):
+        path = uri.split("://", 1)[1]
+        try:
+            return pafs.S3FileSystem(**s3_options(given)), path.rstrip("/") or path
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise OutputError(f"output {uri}: no S3 client here ({str(exc).splitlines()[0]})") from None
+    if "://" in uri and not uri.startswith("file://"):
+        try:
+            return pafs.FileSystem.from_uri(uri)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise OutputError(f"output {uri}: no file system for its scheme here "
+                              f"({str(exc).splitlines()[0]})") from None
+    path = uri[len("file://"):] if uri.startswith("file://") else uri
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def is_local(fs) -> bool:
+    return isinstance(fs, pafs.LocalFileSystem)

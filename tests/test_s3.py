@@ -1,0 +1,198 @@
+"""The output on S3, through a real S3 API: moto's server on 127.0.0.1, started once for these
+tests and stopped by its PID. `score` writes `s3a://` (endpoint and path style from
+spark-defaults' `spark.hadoop.fs.s3a.*`, credentials from the AWS variables), `aggregate`
+reads it, a commit killed at any step leaves S3 readable and the next run finishes or undoes it,
+and a finished folder holds exactly the committed Parquet files (rejected rows and segments,
+written by the tasks, included)."""
+import json
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import ROOT, SAMPLE
+
+pytestmark = pytest.mark.s3
+
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """moto's S3 server and a bucket; the AWS variables set for this process and its children
+    (the endpoint only in a spark-defaults file, as a platform gives it)."""
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    saved = {k: os.environ.get(k) for k in [*CREDENTIALS, "AWS_ENDPOINT_URL"]}
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.time() < deadline and server.poll() is None, "moto did not start"
+                time.sleep(0.2)
+        os.environ.update(CREDENTIALS, AWS_ENDPOINT_URL=endpoint)  # the subprocesses get spark-defaults'
+        fs = pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{port}", scheme="http",
+                               allow_bucket_creation=True)
+        fs.create_dir("bucket")
+        conf = tmp_path_factory.mktemp("spark-conf")
+        (conf / "spark-defaults.conf").write_text(
+            f"spark.hadoop.fs.s3a.endpoint {endpoint}\nspark.hadoop.fs.s3a.path.style.access true\n")
+        yield {"fs": fs, "endpoint": endpoint, "conf": str(conf)}
+    finally:
+        os.kill(server.pid, 15)
+        server.wait(30)
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+
+
+def cli(s3, *args):
+    env = {**os.environ, **CREDENTIALS, "SPARK_CONF_DIR": s3["conf"], "PYTHONPATH": ROOT}
+    env.pop("AWS_ENDPOINT_URL", None)
+    quiet = ["--progress-seconds", "0"] if args[0] == "score" else []
+    return subprocess.run([sys.executable, "-m", "bleu_spark", *args, *quiet],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def parquet_files(fs, folder):
+    return sorted(i.path[len(folder) + 1:] for i in fs.get_file_info(pafs.FileSelector(folder, recursive=True))
+                  if i.type == pafs.FileType.File and i.base_name.endswith(".parquet"))
+
+
+def committed_files(folder):
+    from bleu_spark import store
+
+    fs, root = store.filesystem(folder)
+    return sorted(f[len(root) + 1:] for t in ("stats", "scores", "dashboard", "segments", "rejected", "paired")
+                  for f in store.live_files(fs, root, t))
+
+
+def scores_of(fs, path):
+    with fs.open_input_stream(path) as stream:
+        rows = json.loads(stream.read())
+    return {(r["system"], r["langpair"], r["metric"]): r["score"] for r in rows}
+
+
+def test_score_and_aggregate_on_s3a_equal_the_local_run(s3, spark, tmp_path):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    fs = s3["fs"]
+    local = {(r["system"], r["langpair"], r["metric"]): r["score"]
+             for r in run_job(spark, JobOptions(input=SAMPLE, progress_seconds=0)).scores}
+    whole = cli(s3, "score", "--input", SAMPLE, "--output", "s3a://bucket/run", "--segments", "--report")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    assert scores_of(fs, "bucket/run/scores.json") == local
+    assert parquet_files(fs, "bucket/run") == committed_files("s3a://bucket/run")
+    with fs.open_input_stream("bucket/run/report.html") as page:
+        assert b'class="segments worst"' in page.read()  # the drill-down, read back through pyarrow
+
+    table = pq.read_table(SAMPLE)
+    for day, parity in (("2026-01-01", 0), ("2026-01-02", 1)):
+        rows = table.filter(pc.equal(pc.bit_wise_and(table["seg_id"], 1), parity))
+        rows = rows.append_column("run_date", pa.repeat(pa.scalar(day), rows.num_rows))
+        if parity:  # one more row, without a candidate: quarantined by the tasks, not scored
+            bad = rows.slice(0, 1)
+            bad = bad.set_column(bad.schema.get_field_index("candidate"), "candidate",
+                                 pa.nulls(1, pa.string()))
+            rows = pa.concat_tables([rows.cast(bad.schema), bad])
+        pq.write_table(rows, tmp_path / f"{day}.parquet")
+        daily = cli(s3, "score", "--input", str(tmp_path / f"{day}.parquet"), "--output",
+                    "s3n://bucket/daily", "--partition-by", "run_date", "--on-invalid", "quarantine")
+        assert daily.returncode == 0, daily.stderr[-3000:]
+    assert parquet_files(fs, "bucket/daily") == committed_files("s3://bucket/daily")
+    assert {p.split("/")[1] for p in committed_files("s3://bucket/daily")} == \
+        {"run_date=2026-01-01", "run_date=2026-01-02"}
+    rejected = [p for p in committed_files("s3://bucket/daily") if p.startswith("rejected/")]
+    assert len(rejected) == 1 and rejected[0].startswith("rejected/run_date=2026-01-02/")
+    with fs.open_input_file(f"bucket/daily/{rejected[0]}") as handle:
+        assert pq.read_table(handle)["candidate"].to_pylist() == [None]
+    summed = cli(s3, "aggregate", "--stats", "s3a://bucket/daily", "--output", "s3a://bucket/week",
+                 "--group-by", "system,langpair")
+    assert summed.returncode == 0, summed.stderr[-3000:]
+    assert scores_of(fs, "bucket/week/scores.json") == local
+
+
+# --- a commit on S3 killed at any step ----------------------------------------------------------
+
+def _commit_killed_at(folder, run, days, rejected_days, step):
+    """In a fresh interpreter (the S3 client does not survive a fork): the run's commit, ended
+    at its step-th file system step as by SIGKILL."""
+    import itertools
+
+    import test_commit
+    from bleu_spark import store
+    from bleu_spark.store import manifest
+
+    steps = itertools.count(1)
+    original = store.PartitionedOutput.commit
+
+    def commit(self, *args, **kwargs):
+        manifest.commit_hook = lambda what: os._exit(77) if next(steps) == step else None
+        return original(self, *args, **kwargs)
+    store.PartitionedOutput.commit = commit
+    test_commit.write_run(folder, run, days, rejected_days)
+
+
+def s3_state(fs, folder):
+    out = {}
+    for info in fs.get_file_info(pafs.FileSelector(folder, recursive=True)):
+        relative = info.path[len(folder) + 1:]
+        if info.type == pafs.FileType.File and not relative.startswith("_commits/"):
+            with fs.open_input_stream(info.path) as stream:
+                out[relative] = stream.read()
+    return out
+
+
+def test_a_commit_on_s3_killed_before_after_and_in_its_cleanup_is_finished_or_undone(s3):
+    from test_commit import NEW, OLD, read_back, write_run
+    from bleu_spark.store import manifest
+
+    fs = s3["fs"]
+    write_run("s3://bucket/kill/old", *OLD)
+    write_run("s3://bucket/kill/new", *OLD)
+    names = []
+    manifest.commit_hook = names.append
+    try:
+        write_run("s3://bucket/kill/new", *NEW)
+    finally:
+        manifest.commit_hook = None
+    entry = names.index("write entry") + 1
+    # each kill starts an interpreter: the first step, around the entry, the cleanup, the last
+    chosen = sorted({1, entry - 1, entry, entry + 1, (entry + len(names)) // 2, len(names)})
+    expected = {"old": s3_state(fs, "bucket/kill/old"), "new": s3_state(fs, "bucket/kill/new")}
+    data = {"old": read_back("s3://bucket/kill/old"), "new": read_back("s3://bucket/kill/new")}
+    seen = set()
+    for k in chosen:
+        folder = f"s3://bucket/kill/k{k}"
+        write_run(folder, *OLD)
+        process = multiprocessing.get_context("spawn").Process(
+            target=_commit_killed_at, args=(folder, *NEW, k))
+        process.start()
+        process.join(120)
+        assert process.exitcode == 77, k
+        got = read_back(folder)  # the reader finishes or undoes it first
+        now = s3_state(fs, f"bucket/kill/k{k}")
+        which = [name for name, files in expected.items() if files == now]
+        assert which and got == data[which[0]], (k, sorted(set(now) ^ set(expected["new"])))
+        assert parquet_files(fs, f"bucket/kill/k{k}") == committed_files(folder)
+        seen.add(which[0])
+    assert seen == {"old", "new"}
