@@ -36,8 +36,8 @@ def parse(text: str) -> Predicate:
         statements = dialect.parser().parse(tokens, text)
     except RecursionError:   # a backstop: the bounds above keep well inside Python's stack
         # Parentheses and NOTs each within their bound can still nest too deep together.
-        raise refuse(f"it nests too deeply (parentheses and NOTs together; write it with "
-                     f"fewer levels)") from None
+        raise refuse("it nests too deeply (parentheses and NOTs together; write it with "
+                     "fewer levels)") from None
     except (ParseError, TokenError) as exc:
         # sqlglot's own message quotes the text around the error: give the place alone.
         first = (getattr(exc, "errors", None) or [{}])[0]
