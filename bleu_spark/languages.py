@@ -8,7 +8,7 @@ import functools
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import ModelFileError, UsageError
 from .settings import AUTO, SPM_TOKENIZERS, TOKENIZERS
@@ -164,3 +164,42 @@ class TextSettings:
 
     def tokenizer_for(self, langpair: Optional[str]) -> str:
         return tokenizer_for(self.tokenize, langpair)
+
+
+def tokenizers_by_pair(stats, column: str, text: TextSettings) -> Optional[dict]:
+    """Under `--tokenize auto`, the tokenizer each language pair (as written in `column` of the
+    statistics table) was scored with."""
+    if text.tokenize != AUTO or column not in stats.column_names:
+        return None
+    pairs = sorted(set(stats[column].to_pylist()), key=lambda p: (p is None, p or ""))
+    return {"" if p is None else p: text.tokenizer_for(p) for p in pairs}
+
+
+def tokenizer_warnings(stats, column: str, text: TextSettings, measured: Sequence,
+                       tokenizers: Optional[dict]) -> List[str]:
+    """A warning for each pair scored with 13a for want of a target language the tokenizer table
+    knows, when its references look like text without spaces (languages.spaceless_warning),
+    counted by the first measured metric that tokenizes and counts reference tokens."""
+    import pyarrow.compute as pc
+
+    counting = [m for m in measured if m.uses_tokenizer and m.reference_tokens]
+    if not counting:
+        return []
+    metric, tokens = counting[0].name, counting[0].reference_tokens
+    rows = stats.filter(pc.equal(stats["metric"], metric))
+    if text.tokenize == AUTO and column not in stats.column_names:
+        # No pair column: every row got 13a, which Japanese or Chinese text would not want.
+        warning = spaceless_warning(None, DEFAULT_TOKENIZER, pc.sum(rows["n_segments"]).as_py(),
+                                    pc.sum(rows[tokens]).as_py(),
+                                    subject=f"the input (no {column!r} column)")
+        return [warning] if warning else []
+    if not tokenizers:
+        return []
+    sums = rows.group_by([column]).aggregate([("n_segments", "sum"), (tokens, "sum")])
+    warnings = []
+    for row in sums.to_pylist():
+        pair = row[column]
+        warning = spaceless_warning(pair, tokenizers["" if pair is None else pair],
+                                    row["n_segments_sum"], row[f"{tokens}_sum"])
+        warnings += [warning] if warning else []
+    return warnings

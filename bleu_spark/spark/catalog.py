@@ -212,22 +212,6 @@ def _settings(spark: SparkSession, values: Dict[str, str], required: bool = True
                 spark.conf.set(key, value)
 
 
-def committed_segments(spark: SparkSession, folder: str, types: Dict[str, str],
-                       stats: pa.Table) -> DataFrame:
-    """This run's rows of the segments table its tasks wrote, read from the committed folder:
-    with `--partition-by`, the folder's other partitions are earlier runs', not this one's."""
-    from . import drilldown
-    from .. import segments
-
-    partition_by = list(types)
-    frame = drilldown.read(spark, f"{folder.rstrip('/')}/{segments.TABLE}", partition_by, types)
-    if not partition_by:
-        return frame
-    mine = spark.createDataFrame(stats.select(partition_by)).distinct()
-    same = [frame[c].eqNullSafe(mine[c]) for c in partition_by]
-    return frame.join(mine, on=same, how="left_semi")
-
-
 class Sinks:
     """What `scoring.write_views` writes into: the tables to the folder and the catalog, the
     files (scores.json, report.html) to the folder only."""

@@ -17,8 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import compiled, scoring, segments, settings, statstable, store
-from ..languages import DEFAULT_TOKENIZER, TextSettings, spaceless_warning
-from ..settings import AUTO
+from ..languages import TextSettings, tokenizer_warnings, tokenizers_by_pair
 from ..errors import EmptyInputError, InvalidRowsError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..resampling import POISSON, SACREBLEU, Resampling
@@ -339,8 +338,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if in_place:
             layout["input_row_groups"] = row_groups
         measurement.warnings = [*options.warnings, *measurement.warnings, *advice]
-        tokenizers = tokenizers_by_pair(measurement.stats, options)
-        measurement.warnings += tokenizer_warnings(measurement.stats, options, tokenizers)
+        tokenizers = tokenizers_by_pair(measurement.stats, options.langpair_col, options.text)
+        measurement.warnings += tokenizer_warnings(measurement.stats, options.langpair_col,
+                                                   options.text, options.measured, tokenizers)
         scores = scoring.score_sets(measurement.stats, measurement.sets, options.choices,
                                     resampling, measurement.segments, options.partition_by)
         paired = None
@@ -376,10 +376,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                 if options.report and options.partition_by else None
             output.commit(run, report)
         if tables:
-            if plan.segments:  # the tasks' files, as the folder now holds them
-                tables.write_table(segments.TABLE, catalog.committed_segments(
-                    spark, options.output, _partition_types(schema, plan.segments.partition_by),
-                    measurement.stats))
+            written = _run_segments(spark, plan, schema, output) if plan.segments else None
+            if written is not None:  # the files this run's tasks wrote, committed where they lie
+                tables.write_table(segments.TABLE, written)
             run["catalog_tables"] = tables.commit()
         return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)
     except BaseException as exc:
@@ -391,54 +390,22 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         raise
 
 
-def tokenizers_by_pair(stats: pa.Table, options: JobOptions) -> Optional[dict]:
-    """Under `--tokenize auto`, the tokenizer each language pair (as written) was scored with."""
-    column = options.langpair_col
-    if options.text.tokenize != AUTO or column not in stats.column_names:
-        return None
-    pairs = sorted(set(stats[column].to_pylist()), key=lambda p: (p is None, p or ""))
-    return {"" if p is None else p: options.text.tokenizer_for(p) for p in pairs}
-
-
-def tokenizer_warnings(stats: pa.Table, options: JobOptions, tokenizers: Optional[dict]) -> List[str]:
-    """A warning for each pair scored with 13a for want of a target language the tokenizer table
-    knows, when its references look like text without spaces (languages.spaceless_warning),
-    counted by the first measured metric that tokenizes and counts reference tokens."""
-    column = options.langpair_col
-    counting = [m for m in options.measured if m.uses_tokenizer and m.reference_tokens]
-    if not counting:
-        return []
-    metric, tokens = counting[0].name, counting[0].reference_tokens
-    rows = stats.filter(pc.equal(stats["metric"], metric))
-    if options.text.tokenize == AUTO and column not in stats.column_names:
-        # No pair column: every row got 13a, which Japanese or Chinese text would not want.
-        warning = spaceless_warning(None, DEFAULT_TOKENIZER, pc.sum(rows["n_segments"]).as_py(),
-                                    pc.sum(rows[tokens]).as_py(),
-                                    subject=f"the input (no {column!r} column)")
-        return [warning] if warning else []
-    if not tokenizers:
-        return []
-    sums = rows.group_by([column]).aggregate([("n_segments", "sum"), (tokens, "sum")])
-    warnings = []
-    for row in sums.to_pylist():
-        pair = row[column]
-        warning = spaceless_warning(pair, tokenizers["" if pair is None else pair],
-                                    row["n_segments_sum"], row[f"{tokens}_sum"])
-        warnings += [warning] if warning else []
-    return warnings
+def _run_segments(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
+                  output) -> Optional[DataFrame]:
+    """This run's rows of the segments table, read back through pyarrow from the files its tasks
+    wrote (never a Spark file system connector); None when there are none."""
+    where = plan.segments
+    files = [f"{output.path}/{f}" for f in output.run_files().get(segments.TABLE, [])]
+    return drilldown.read(spark, where, files, _partition_types(schema, where.partition_by))
 
 
 def _drilldown(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
                resampling: Resampling, output) -> Optional[dict]:
-    """What the report shows of this run's segments (`--segments`), read back through pyarrow
-    from the files the tasks wrote; None without them."""
-    if plan.segments is None:
-        return None
-    where = plan.segments
-    files = [f"{output.path}/{f}" for f in output.run_files().get(segments.TABLE, [])]
-    frame = drilldown.read(spark, where, files, _partition_types(schema, where.partition_by))
+    """What the report shows of this run's segments (`--segments`); None without them."""
+    frame = _run_segments(spark, plan, schema, output) if plan.segments else None
     if frame is None:
         return None
+    where = plan.segments
     return drilldown.highlights(frame, plan.group_cols, where.key_cols,
                                 [name for name, _ in where.carried], resampling.baseline)
 
