@@ -196,8 +196,8 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
             scoring.write_views(output, stats, scores, sets, config, run, False, resampling,
                                 paired=paired)
             if options.report:
-                kept = tuple(c for c in partition_columns(options.stats) if c in finest) \
-                    if options.stats else ()
+                kept = (tuple(c for c in partition_columns(options.stats) if c in finest)
+                        if options.stats else ())
                 page = scoring.report_html(stats, sets, config, kept, run, resampling=resampling,
                                            paired=paired)
                 output.write_bytes("report.html", page.encode())

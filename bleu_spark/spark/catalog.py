@@ -157,8 +157,8 @@ class CatalogSink:
         if missing:
             raise OutputError(f"table {name} has no partition column {', '.join(missing)}")
         columns = ", ".join(self._column(f) for f in schema.fields)
-        partitioned = f" PARTITIONED BY ({', '.join(f'`{c}`' for c in self.partition_by)})" \
-            if self.partition_by else ""
+        partitioned = (f" PARTITIONED BY ({', '.join(f'`{c}`' for c in self.partition_by)})"
+                       if self.partition_by else "")
         self.spark.sql(f"CREATE TABLE IF NOT EXISTS {quoted(self.database, name)} ({columns})"
                        f"{partitioned} COMMENT {_literal(TABLES[name])} TBLPROPERTIES "
                        f"('{OWNER}' = '{name}', '{FORMAT_VERSION}' = '1')")

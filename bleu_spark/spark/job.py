@@ -81,8 +81,8 @@ class JobOptions:
         object.__setattr__(self, "text", TextSettings(
             self.tokenize, self.spm_model,
             any(m.lowercase_tokens for m in measured if m.uses_tokenizer)))
-        if self.resampling.method == SACREBLEU and self.resampling.active \
-                and not (self.segment_key or self.join_on):
+        if (self.resampling.method == SACREBLEU and self.resampling.active
+                and not (self.segment_key or self.join_on)):
             raise UsageError("--bootstrap-method sacrebleu needs --segment-key or --join-on: "
                              "the segment order sacrebleu resamples in")
         if self.on_invalid not in ON_INVALID:
@@ -288,8 +288,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     table = io.InputTable(spark, options.input)
     schema = table.schema  # a remote path that is not there fails here, before any output
     output = store.open_output(options.output, options.partition_by, run_id) if options.output else None
-    tables = catalog.CatalogSink(spark, options.catalog, options.partition_by, run_id).open() \
-        if options.catalog else None
+    tables = (catalog.CatalogSink(spark, options.catalog, options.partition_by, run_id).open()
+              if options.catalog else None)
     if options.text.spm_model:
         runtime.ship_file(spark, options.text.spm_model)
     try:
@@ -371,9 +371,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             # The report of a partitioned folder covers every partition it will hold: drawn under
             # the commit's lock, before any move, so a group it cannot score leaves DIR as it was.
             hashed = resampling if resampling.method == POISSON else None
-            report = (lambda staged: scoring.write_partitioned_report(
-                staged, measurement.stats, measurement.sets, options.choices, run, hashed, drill)) \
-                if options.report and options.partition_by else None
+            report = ((lambda staged: scoring.write_partitioned_report(
+                staged, measurement.stats, measurement.sets, options.choices, run, hashed, drill))
+                if options.report and options.partition_by else None)
             output.commit(run, report)
         if tables:
             written = _run_segments(spark, plan, schema, output) if plan.segments else None

@@ -47,8 +47,8 @@ def settings() -> Dict[str, str]:
 def s3_options(given: Optional[Dict[str, str]] = None) -> dict:
     """Keyword arguments of pyarrow's S3FileSystem from the AWS variables and the settings."""
     given = _configured if given is None else given
-    endpoint = given.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3") \
-        or os.environ.get("AWS_ENDPOINT_URL")
+    endpoint = (given.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3")
+                or os.environ.get("AWS_ENDPOINT_URL"))
     options: dict = {}
     region = given.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     if region:

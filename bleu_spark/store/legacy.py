@@ -186,8 +186,8 @@ def _recover_whole(fs, path: str) -> None:
                       _retired(path, moved_in, path))
     for retired in _beside(fs, path, "old"):
         run_id = retired[len(f"{parent}/.{name}.old-"):]
-        live = _read_journal(fs, f"{parent}/.{name}.staging-{run_id}") is not None \
-            or (moved_in or {}).get("retired") == retired  # between its moves, or cleaning up
+        live = (_read_journal(fs, f"{parent}/.{name}.staging-{run_id}") is not None
+                or (moved_in or {}).get("retired") == retired)  # between its moves, or cleaning up
         if live or not _was_result(fs, retired):
             continue
         if not _exists(fs, path):
