@@ -26,7 +26,7 @@ from ..shown import shown
 from . import catalog, drilldown, inputs, io, runtime
 from .failures import lost_worker_failure, memory_failure
 from .files import write_frame
-from .plan import grouping_sets, plan_for
+from .plan import plan_for
 from .progress import Progress, say as say_progress
 from .record import run_record
 from .scan import ArrowScan, arrow_scan
@@ -156,7 +156,8 @@ def score_dataframe(df: DataFrame, config: Any = None,
     options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
                          metric_settings=tuple((k, v) for k, v in options.items() if k in metric_keys),
                          **job)
-    measurement = Measurement(df.sparkSession, io.InputTable(df.sparkSession, options.input, df), options)
+    table = io.InputTable(df.sparkSession, options.input, df)
+    measurement = Measurement(df.sparkSession, table, options, plan_for(table.schema, options))
     return scoring.score_sets(measurement.stats, measurement.sets, options.choices,
                               options.resampling, measurement.segments)
 
@@ -170,12 +171,12 @@ class Measurement:
     """One pass over the candidates: their statistics table, and what it found."""
 
     def __init__(self, spark: SparkSession, table: io.InputTable, options: JobOptions,
-                 rows_done=None, rows: Optional[int] = None, scan: Optional[ArrowScan] = None,
-                 plan: Optional[PartitionPlan] = None):
+                 plan: PartitionPlan, rows_done=None, rows: Optional[int] = None,
+                 scan: Optional[ArrowScan] = None):
         self.options = options
         self.references_tokenized = runtime.counter(spark)
-        self.plan = plan or plan_for(table.schema, options)
-        self.sets = grouping_sets(options, table.schema.fieldNames())
+        self.plan = plan
+        self.sets = plan.sets
         columns = table.schema.fieldNames()
         read = [c for c in self.plan.read_columns if c in columns]  # carried segment columns too
         position = bool(self.plan.segments) and self.plan.segments.key_cols == segments.POSITION
@@ -329,7 +330,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
             say_progress(kernels, options.progress_seconds)
         with splits, Progress(spark, rows_read, options.progress_seconds,
                               after=_after_scoring(resampling)) as progress:
-            measurement = Measurement(spark, table, options, progress.rows, rows_read, scan, plan)
+            measurement = Measurement(spark, table, options, plan, progress.rows, rows_read, scan)
         layout = measurement.input.layout
         if scan:
             layout["scan"] = "arrow"

@@ -45,11 +45,12 @@ def grouping_sets(options: JobOptions, columns: Sequence[str]) -> List[scoring.G
     return scoring.distinct_sets([*s, *options.partition_by] for s in sets)
 
 
-def measured_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...]:
+def measured_columns(options: JobOptions, columns: Sequence[str],
+                     sets: Sequence[scoring.GroupingSet]) -> Tuple[str, ...]:
     """The finest grain: every grouping set's columns, and the language pair when it picks the
     tokenizer, so each statistics row has one tokenizer (coarser groups that would mix
     tokenizers are refused when they are summed)."""
-    finest = [c for s in grouping_sets(options, columns) for c in s]
+    finest = [c for s in sets for c in s]
     if options.text.tokenize == AUTO and options.langpair_col in columns:
         finest.append(options.langpair_col)
     return tuple(dict.fromkeys(finest))
@@ -58,7 +59,8 @@ def measured_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, 
 def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     """Checks the candidates table's columns against the options, all problems at once."""
     columns = schema.fieldNames()
-    group_cols = measured_columns(options, columns)
+    sets = grouping_sets(options, columns)
+    group_cols = measured_columns(options, columns, sets)
     scoring.check_group_names(group_cols)
     if options.on_invalid == "quarantine" and REASON in columns:
         raise UsageError(f"input has a column named {REASON}, the column rejected rows get in "
@@ -77,7 +79,7 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     poisson = resampling.active and resampling.method == POISSON
     per_segment = (tuple(c for c in (*options.join_on, *options.segment_key) if c not in group_cols)
                    if resampling.active and not poisson else ())
-    return PartitionPlan(text=options.text, group_cols=group_cols,
+    return PartitionPlan(text=options.text, group_cols=group_cols, sets=tuple(sets),
                          segments=per_segment_rows,
                          candidate_col=options.candidate_col, references_col=inputs.REFERENCES,
                          langpair_col=options.langpair_col if auto else None,

@@ -42,6 +42,8 @@ class PartitionPlan:
     candidate_col: str
     references_col: str            # array<string>, already normalized by the reader
     langpair_col: Optional[str]    # read only for automatic tokenizer choice
+    # The grouping sets scored from the statistics (by the driver; the tasks use `group_cols`).
+    sets: Tuple[Tuple[str, ...], ...] = ()
     reason_col: Optional[str] = None  # reasons found across rows (joins, duplicates), or null
     # Resampling: the segment hash column, and how many hashed replicate / trial sums to keep.
     segment_hash_col: Optional[str] = None
