@@ -302,20 +302,11 @@ def run_aggregate(args: argparse.Namespace) -> int:
 
 
 def _configure_storage() -> None:
-    """The `spark.hadoop.fs.s3a.*` settings of spark-defaults for this process's S3 client,
-    without starting a JVM (a run on Spark sets them again from its whole conf); under
-    spark-submit, whose JVM is up already, its `--conf` settings too."""
-    from .spark.session import _spark_defaults
+    """The `spark.hadoop.fs.s3a.*` settings known before Spark starts, for this process's S3
+    client (a run on Spark sets them again from its whole conf)."""
+    from .spark.runtime import settings_before_start
 
-    given = _spark_defaults()
-    if "PYSPARK_GATEWAY_PORT" in os.environ:
-        try:
-            from pyspark import SparkConf
-
-            given.update(SparkConf().getAll())
-        except Exception:  # the run's own conf sets them once Spark is up
-            pass
-    store.configure(given)
+    store.configure(settings_before_start())
 
 
 def wrote_line(output: str, run_seconds: float) -> str:

@@ -64,8 +64,8 @@ def tiled(base: str, groups: int, systems: int, seed: int = 0):
 
 
 def one(base: str, groups: int, systems: int, with_clusters: bool) -> dict:
-    from bleu_spark import BleuConfig, clusters, scoring
-    from bleu_spark.resampling import Resampling
+    from bleu_spark import BleuConfig, scoring
+    from bleu_spark.resampling import Resampling, clusters
 
     stats = tiled(base, groups, systems)
     built = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

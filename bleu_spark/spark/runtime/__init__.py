@@ -50,6 +50,22 @@ def connect_settings() -> Optional[dict]:
     return None
 
 
+def settings_before_start() -> dict:
+    """Spark's settings known before a session starts, without starting a JVM: spark-defaults,
+    and under spark-submit (whose JVM is up already) its `--conf` settings too."""
+    from .classic import spark_defaults
+
+    given = spark_defaults()
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        try:
+            from pyspark import SparkConf
+
+            given.update(SparkConf().getAll())
+        except Exception:  # the run's own conf gives them once Spark is up
+            pass
+    return given
+
+
 def start():
     """The run's session: Spark Connect when the user or platform asks for it
     (`connect_settings`), whose client starts no JVM; else classic Spark (`classic.py`)."""
