@@ -142,7 +142,7 @@ def score_dataframe(df: DataFrame, config: Any = None,
 
     `options` are JobOptions fields (candidate_col, references_cols, references, join_on,
     grouping_sets, tokenize, ...) or the metrics' options by their job-file keys (lowercase,
-    smooth_method, chrf_beta, ...); `config`, a metric's options object (`BleuConfig`), gives
+    smooth_method, chrf_beta, ...); `config`, a metric's options object (BLEU's), gives
     its fields as such keys.
     """
     if config is not None:
