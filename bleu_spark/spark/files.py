@@ -13,6 +13,7 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 
 from .. import store
+from . import runtime
 
 
 def write_frame(frame: DataFrame, where: store.TableFiles) -> int:
@@ -58,5 +59,5 @@ def read_files(spark: SparkSession, where: store.TableFiles, files: List[str],
                 yield from table.select(full.names).to_batches()
 
     paths = spark.createDataFrame([(f,) for f in files], "path string")
-    paths = paths.repartition(min(len(files), spark.sparkContext.defaultParallelism))
+    paths = paths.repartition(min(len(files), runtime.parallelism(spark)))
     return paths.mapInArrow(read, from_arrow_schema(full))

@@ -285,7 +285,7 @@ def preflight(options: JobOptions) -> None:
 def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     started = time.time()
     run_id = store.new_run_id()
-    store.configure(dict(spark.sparkContext.getConf().getAll()))  # the output's S3 settings
+    store.configure(runtime.session_settings(spark))  # the output's S3 settings
     table = io.InputTable(spark, options.input)
     schema = table.schema  # a remote path that is not there fails here, before any output
     output = store.open_output(options.output, options.partition_by, run_id) if options.output else None

@@ -101,6 +101,20 @@ def parallelism(spark) -> int:
     return _parallelism[spark.session_id]
 
 
+def session_settings(spark) -> dict:
+    """The session's Spark settings (`spark.hadoop.fs.s3a.*` among them): the SparkContext's
+    whole conf on classic Spark; through Connect, this side's spark-defaults under what the
+    server's conf shows its clients."""
+    if not is_connect(spark):
+        return dict(spark.sparkContext.getConf().getAll())
+    given = settings_before_start()
+    try:
+        given.update(spark.conf.getAll)
+    except Exception:  # a server that shows none: this side's settings stand
+        pass
+    return given
+
+
 class TaskCounter:
     """A counter tasks add to, read on the driver once their results are in: Spark Connect has
     no accumulators, so `run_tasks` carries each task's count back with its result. Counts
