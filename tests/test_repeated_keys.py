@@ -42,9 +42,12 @@ def scored(spark, tmp_path_factory):
 
 @pytest.mark.spark
 def test_the_reports_pairs_are_one_to_one_in_input_order(spark, scored):
+    from bleu_spark import store
     from bleu_spark.spark import drilldown
 
-    frame = drilldown.read(spark, str(scored / "out" / "segments"), (), {})
+    fs, root = store.filesystem(str(scored / "out"))
+    frame = drilldown.read(spark, store.TableFiles(str(scored / "out" / "segments"), ""),
+                           store.live_files(fs, root, "segments"), {})
     found = drilldown.highlights(frame, ("system", "langpair"), POSITION, ("candidate",), "Online-B")
     per_group = collections.Counter((p["system"], p["metric"]) for p in found["points"])
     assert per_group == {("A", "bleu"): 5, ("A", "chrf"): 5}   # 5 rows of A, 5 pairs
