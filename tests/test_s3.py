@@ -116,8 +116,12 @@ def test_score_and_aggregate_on_s3a_equal_the_local_run(s3, spark, tmp_path):
             rows = pa.concat_tables([rows.cast(bad.schema), bad])
         pq.write_table(rows, tmp_path / f"{day}.parquet")
         daily = cli(s3, "score", "--input", str(tmp_path / f"{day}.parquet"), "--output",
-                    "s3n://bucket/daily", "--partition-by", "run_date", "--on-invalid", "quarantine")
+                    "s3n://bucket/daily", "--partition-by", "run_date", "--on-invalid", "quarantine",
+                    "--report")
         assert daily.returncode == 0, daily.stderr[-3000:]
+    with fs.open_input_stream("bucket/daily/report.html") as page:  # of every partition it holds
+        html = page.read()
+    assert b"2026-01-01" in html and b"2026-01-02" in html
     assert parquet_files(fs, "bucket/daily") == committed_files("s3://bucket/daily")
     assert {p.split("/")[1] for p in committed_files("s3://bucket/daily")} == \
         {"run_date=2026-01-01", "run_date=2026-01-02"}
@@ -126,7 +130,7 @@ def test_score_and_aggregate_on_s3a_equal_the_local_run(s3, spark, tmp_path):
     with fs.open_input_file(f"bucket/daily/{rejected[0]}") as handle:
         assert pq.read_table(handle)["candidate"].to_pylist() == [None]
     summed = cli(s3, "aggregate", "--stats", "s3a://bucket/daily", "--output", "s3a://bucket/week",
-                 "--group-by", "system,langpair")
+                 "--group-by", "system,langpair")  # on Spark (statistics not on a local disk)
     assert summed.returncode == 0, summed.stderr[-3000:]
     assert scores_of(fs, "bucket/week/scores.json") == local
 
