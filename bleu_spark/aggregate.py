@@ -75,7 +75,11 @@ class AggregateOptions:
             raise UsageError(f"{flag} reads or writes Spark's catalog: use --engine spark (or "
                              f"auto), not --engine local")
         if self.stats_table:
-            check_table_name(self.stats_table)
+            database, _ = check_table_name(self.stats_table)
+            if self.catalog and database.lower() == self.catalog.lower():  # catalogs ignore case
+                raise OutputError(f"--catalog {self.catalog} holds --stats-table {self.stats_table}: "
+                                  f"the result would replace the statistics it reads; write it "
+                                  f"to another database")
         if self.catalog:
             check_database_name(self.catalog)
 
@@ -157,12 +161,12 @@ def _same_scheme(uri: str) -> str:
 def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
     started = time.time()
     run_id = store.new_run_id()
-    output = store.open_output(options.output, (), run_id) if options.output else None
     tables = None
-    if options.catalog:
+    if options.catalog:  # its tables checked before the folder is made
         from .spark.catalog import CatalogSink
 
         tables = CatalogSink(spark, options.catalog, (), run_id).open()
+    output = store.open_output(options.output, (), run_id) if options.output else None
     try:
         stats = _read(options, spark)
         statstable.check_measurement(stats)

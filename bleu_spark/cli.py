@@ -303,7 +303,7 @@ def run_aggregate(args: argparse.Namespace) -> int:
 
 def _configure_storage() -> None:
     """The `spark.hadoop.fs.s3a.*` settings known before Spark starts, for this process's S3
-    client (a run on Spark sets them again from its whole conf)."""
+    client (`score` then takes them again from its session's whole conf)."""
     from .spark.runtime import settings_before_start
 
     store.configure(settings_before_start())

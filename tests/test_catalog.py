@@ -156,14 +156,11 @@ def runs(tmp_path_factory):
         done = metastore.score("--input", path, "--output", out, "--catalog", DATABASE,
                                "--partition-by", "run_date", "--metrics", metrics)
         assert done.returncode == 0, done.stderr[-3000:]
-        print(done.stdout.splitlines()[-1])
         assert f"and catalog database {DATABASE}" in done.stdout
         record = json.load(open(f"{out}/run.json"))
         assert record["catalog"] == DATABASE
         run_ids.append(record["run_id"])
-    started = time.time()
     server = ThriftServer(metastore)
-    print(f"Thrift server listening after {time.time() - started:.1f} s")
     yield {"out": out, "run_ids": run_ids, "server": server}
     server.stop()
 

@@ -204,7 +204,7 @@ def test_a_report_that_cannot_be_drawn_fails_the_run_before_its_commit(spark, tm
               "--report", *day2)
     assert raised.value.exit_code == (10 if error.startswith("Mixed") else 11)
     assert files_of(out) == before  # no partition, run.json or runs/ entry of the failed run
-    assert not [p for p in os.listdir(out) if p.startswith(".staging-")]
+    assert not [p for p in os.listdir(out / "_commits") if p.startswith(("p-", "f-"))]  # nothing of the failed run
     # and the report a run can draw covers the partitions kept plus its own
     score(spark, tmp_path, day_rows("2026-01-02"), "d2", out, "--partition-by", "run_date",
           "--report", *day1)

@@ -125,7 +125,7 @@ def test_a_rerun_replaces_its_day_only_and_a_failed_rerun_keeps_it(spark, tmp_pa
     with pytest.raises(OSError):
         run_job(spark, JobOptions(input=day3, output=str(out), partition_by=("run_date",)))
     assert files_of(out / "scores" / "run_date=2026-01-03") == day3_files
-    assert not [p for p in os.listdir(out) if p.startswith(".staging")]
+    assert not [p for p in os.listdir(out / "_commits") if p.startswith(("p-", "f-"))]  # nothing of the failed run
 
 
 def _run_ids(out):

@@ -13,6 +13,7 @@ from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 
 from .. import store
+from ..errors import InputNotFoundError
 from . import runtime
 
 
@@ -40,8 +41,11 @@ def read_files(spark: SparkSession, where: store.TableFiles, files: List[str],
         return None
     settings = dict(where.fs_settings)
     fs, root = store.filesystem(where.uri, settings)
-    with ThreadPoolExecutor(8) as pool:  # footers only; files of other runs may have more columns
-        schema = pa.unify_schemas(list(pool.map(lambda f: pq.read_schema(f, filesystem=fs), files)))
+    try:
+        with ThreadPoolExecutor(8) as pool:  # footers only; files of other runs may have more columns
+            schema = pa.unify_schemas(list(pool.map(lambda f: pq.read_schema(f, filesystem=fs), files)))
+    except (pa.ArrowInvalid, OSError) as exc:  # named by the commit log, yet gone or damaged
+        raise InputNotFoundError(f"{where.uri}: a committed file is not readable Parquet: {exc}") from None
     types = partition_types or {}
     keys = [pa.field(c, store.PARTITION_TYPES.get(types.get(c), pa.string()))
             for c in where.partition_by]

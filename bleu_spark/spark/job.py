@@ -288,12 +288,13 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     store.configure(runtime.session_settings(spark))  # the output's S3 settings
     table = io.InputTable(spark, options.input)
     schema = table.schema  # a remote path that is not there fails here, before any output
-    output = store.open_output(options.output, options.partition_by, run_id) if options.output else None
+    # The catalog's tables checked before the folder is made: a refusal leaves nothing behind.
     tables = (catalog.CatalogSink(spark, options.catalog, options.partition_by, run_id).open()
               if options.catalog else None)
-    if options.text.spm_model:
-        runtime.ship_file(spark, options.text.spm_model)
+    output = store.open_output(options.output, options.partition_by, run_id) if options.output else None
     try:
+        if options.text.spm_model:
+            runtime.ship_file(spark, options.text.spm_model)
         job_group = f"bleu-spark-{run_id}"
         runtime.tag_jobs(spark, job_group, "bleu-spark score")
         plan = plan_for(schema, options)
@@ -370,7 +371,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         run["timings"] = timings
         if output:
             # The report of a partitioned folder covers every partition it will hold: drawn under
-            # the commit's lock, before any move, so a group it cannot score leaves DIR as it was.
+            # the commit's lock, before the entry, so a group it cannot score leaves DIR as it was.
             hashed = resampling if resampling.method == POISSON else None
             report = ((lambda staged: scoring.write_partitioned_report(
                 staged, measurement.stats, measurement.sets, options.choices, run, hashed, drill))

@@ -1,5 +1,5 @@
 """The sink every table of a run goes through: an output folder on a local disk or an object
-store (S3: `s3://`, `s3a://`, `s3n://`), committed without renaming anything.
+store (S3: `s3://`, `s3a://`, `s3n://`), committed without renaming folders.
 
 - A run writes each data file once, in place, under a name of its own:
   `DIR/<table>/part-<run>-<n>.parquet`, or inside the Hive partition folder with

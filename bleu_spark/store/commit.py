@@ -45,8 +45,9 @@ class _Output:
     # --- where things go ----------------------------------------------------------------------
 
     def table_uri(self, table: str) -> str:
-        """Where the tasks write a table's files (segments): the output's own spelling."""
-        return f"{self.uri}/{table}"
+        """Where the tasks write a table's files (segments, rejected rows): the output's own
+        spelling, or its absolute path on a local disk (a task's folder is not this process's)."""
+        return f"file://{self.path}/{table}" if is_local(self.fs) else f"{self.uri}/{table}"
 
     @property
     def fs_settings(self) -> dict:

@@ -26,9 +26,9 @@ from typing import Dict, List, Optional
 
 import pyarrow.fs as pafs
 
-from ..errors import ForeignFileError
+from ..errors import OutputError
 from .filesystems import is_local
-from .layout import RUN_ID, RUNS, TABLES, _foreign, json_bytes
+from .layout import RUNS, TABLES, _foreign, json_bytes
 
 COMMITS = "_commits"
 ENTRY_FORMAT = "bleu-spark commit"
@@ -62,9 +62,12 @@ def data_prefix(run_id: str) -> str:
 
 
 def listing(fs, folder: str, recursive: bool = False) -> list:
+    """What a folder holds; nothing when it is not there or is a file. Any other failure (a
+    denied or timed-out listing) raises: the cleanup deletes what no entry names, so it must
+    never act on a listing that came back short."""
     try:
         return fs.get_file_info(pafs.FileSelector(folder, recursive=recursive, allow_not_found=True))
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
 
 
@@ -88,8 +91,10 @@ def _checked(fs, path: str, root: str, stamp: int, run: str) -> dict:
     what every later run deletes); anything else is refused, naming the file."""
     try:
         entry = read_json(fs, path)
-    except (OSError, ValueError):
+    except ValueError:  # not JSON: not an entry of this job
         entry = None
+    except OSError as exc:  # not readable now: never taken for a foreign file to remove
+        raise OutputError(f"cannot read the commit entry {path}: {exc}") from None
     refused = lambda what: _foreign(path, what, "if no run is writing the output, remove the file "
                                                 "by hand and run again")
     if not (isinstance(entry, dict) and entry.get("format") == ENTRY_FORMAT
@@ -190,12 +195,6 @@ def write_entry(fs, root: str, entry: dict) -> str:
     _step("drop entry's temporary")
     os.unlink(temporary)
     return name
-
-
-def check_run_id(run_id: str) -> str:
-    if not RUN_ID.fullmatch(run_id):
-        raise ForeignFileError(f"run id {run_id!r} is not of this job's form")
-    return run_id
 
 
 def live_files(fs, root: str, table: str) -> Optional[List[str]]:

@@ -54,7 +54,7 @@ _held = threading.local()
 
 @contextlib.contextmanager
 def _locked(fs, path: str):
-    """An exclusive lock on DIR for the swap (local file systems; elsewhere, none): yields
+    """An exclusive lock on DIR for the commit and the cleanup (local file systems; elsewhere, none): yields
     whether it is held, i.e. whether no other commit of DIR can be running."""
     if not isinstance(fs, pafs.LocalFileSystem):
         yield False

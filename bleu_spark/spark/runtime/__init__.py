@@ -80,7 +80,14 @@ def start():
     # this interpreter unless the platform names one (as classic Spark in classic.py).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # No console settings: a client's are the server's, and its progress bar is off by default.
-    return SparkSession.builder.config(map=remote).getOrCreate()
+    try:
+        return SparkSession.builder.config(map=remote).getOrCreate()
+    except ImportError as exc:  # the client's packages (grpcio, ...) are not installed
+        from ...errors import UsageError
+
+        raise UsageError(f"Spark Connect was asked for (SPARK_REMOTE, spark.remote or "
+                         f"spark.api.mode) but its client cannot load ({exc}); install it with "
+                         f"pip install 'bleu-spark[connect]'") from None
 
 
 _parallelism: dict = {}
