@@ -8,6 +8,7 @@ import random
 import shutil
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
@@ -301,3 +302,50 @@ def test_once_runs_have_ended_a_plain_reader_sees_each_committed_row_once(tmp_pa
                                f"hive_partitioning = true)").fetchall()
     assert sorted(rejected) == [("d2", "A"), ("d4", "C")]
     assert read_back(folder) == expected
+
+
+class _ListingFails(pafs.FileSystemHandler):
+    """The local file system, but a listing of `_commits/` fails (a denied or timed-out LIST)."""
+
+    def __init__(self):
+        self.local = pafs.LocalFileSystem()
+
+    def get_file_info_selector(self, selector):
+        if selector.base_dir.endswith("/_commits"):
+            raise PermissionError(13, "listing denied", selector.base_dir)
+        return self.local.get_file_info(selector)
+
+    get_type_name = lambda self: "listing-fails"
+    normalize_path = lambda self, path: path
+    equals = lambda self, other: other is self
+    get_file_info = lambda self, paths: self.local.get_file_info(paths)
+    create_dir = lambda self, *a: self.local.create_dir(*a)
+    delete_dir = lambda self, p: self.local.delete_dir(p)
+    delete_dir_contents = lambda self, p, missing_dir_ok=False: self.local.delete_dir_contents(p, missing_dir_ok)
+    delete_root_dir_contents = lambda self: None
+    delete_file = lambda self, p: self.local.delete_file(p)
+    move = lambda self, a, b: self.local.move(a, b)
+    copy_file = lambda self, a, b: self.local.copy_file(a, b)
+    open_input_stream = lambda self, p: self.local.open_input_stream(p)
+    open_input_file = lambda self, p: self.local.open_input_file(p)
+    open_output_stream = lambda self, p, metadata=None: self.local.open_output_stream(p)
+    open_append_stream = lambda self, p, metadata=None: self.local.open_append_stream(p)
+
+
+def test_a_cleanup_whose_listing_fails_deletes_nothing(tmp_path):
+    """The cleanup deletes the table files no entry names: a listing of the log that fails must
+    stop it, never read as an empty log (which would name no file at all)."""
+    from bleu_spark.store import recovery
+
+    folder = str(tmp_path / "out")
+    for run in ("A", "B"):  # B's entry supersedes A's partition
+        out = store.open_output(folder, ("day",), run)
+        out.write_table("scores", pa.table({"day": ["d1"], "score": [1.0]}))
+        out.commit({"run_id": run})
+    out = store.open_output(folder, ("day",), "C")
+    out.write_table("scores", pa.table({"day": ["d2"], "score": [2.0]}))
+    out.commit({"run_id": "C"})
+    before = files_of(folder)
+    with pytest.raises(OSError, match="listing denied"):
+        recovery.finish(pafs.PyFileSystem(_ListingFails()), folder)
+    assert files_of(folder) == before  # B's and C's committed files, and the log, all kept
