@@ -17,14 +17,14 @@ import numpy as np
 
 from .errors import BleuSparkError, UsageError
 from .languages import TextSettings
-# BLEU's own in-process API, named here as the package's public face.
-from .metrics.bleu import BleuConfig, BleuResult, corpus_bleu
+# BLEU's own in-process API (its options object lives in metrics/bleu/).
+from .metrics.bleu import BleuResult, corpus_bleu
 from .rows import batches, checked_rows, present_references
 from .tokenizers import LineTokenizer
 
 __version__ = "0.1.0"
 
-__all__ = ["BleuConfig", "BleuResult", "BleuSparkError", "corpus_bleu", "corpus_score",
+__all__ = ["BleuResult", "BleuSparkError", "corpus_bleu", "corpus_score",
            "score_dataframe", "__version__"]
 
 

@@ -64,7 +64,8 @@ def tiled(base: str, groups: int, systems: int, seed: int = 0):
 
 
 def one(base: str, groups: int, systems: int, with_clusters: bool) -> dict:
-    from bleu_spark import BleuConfig, scoring
+    from bleu_spark import scoring
+    from bleu_spark.metrics.bleu import BleuConfig
     from bleu_spark.resampling import Resampling, clusters
 
     stats = tiled(base, groups, systems)

@@ -154,7 +154,8 @@ def statistics(partition):
     for _ in partition:  # read to its end, or Spark does not reuse the Python worker
         pass
     import pyarrow as pa
-    from bleu_spark import BleuConfig, build_kernels, metrics
+    from bleu_spark import build_kernels, metrics
+    from bleu_spark.metrics.bleu import BleuConfig
     from bleu_spark.tokenizers import LineTokenizer
     candidates = pa.array([r["candidate"] for r in rows], pa.string())
     references = pa.array([r["references"] for r in rows], pa.list_(pa.string()))

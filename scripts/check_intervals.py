@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.significance import PairedTest, _bootstrap_resample
 
-from bleu_spark import BleuConfig
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.resampling import percentile_bounds
 from bleu_spark.oracle import reference_streams
 

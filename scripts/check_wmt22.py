@@ -31,7 +31,7 @@ from functools import partial
 
 import pyarrow.parquet as pq
 
-from bleu_spark import BleuConfig
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.metrics import stat_order
 from bleu_spark.oracle import reference_streams, sacrebleu_sums
 

@@ -69,7 +69,7 @@ def metric_scores(name: str, path: str = SAMPLE, langpairs: Optional[Iterable[st
     import pyarrow as pa
 
     from bleu_spark import metrics
-    from bleu_spark import BleuConfig
+    from bleu_spark.metrics.bleu import BleuConfig
 
     metric = metrics.configured([name], {}, BleuConfig())[0]
     scores = []
@@ -93,7 +93,7 @@ def add_sample_clusters(scores: List[dict], path: str = SAMPLE, n_bootstrap: int
     import pyarrow as pa
 
     from bleu_spark import metrics
-    from bleu_spark import BleuConfig
+    from bleu_spark.metrics.bleu import BleuConfig
     from bleu_spark.resampling import clusters, sacrebleu_resample_scores
     from bleu_spark.tokenizers import LineTokenizer
 

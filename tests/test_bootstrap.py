@@ -20,7 +20,7 @@ from bleu_spark.resampling import (MAX_SACREBLEU_SEGMENTS, ar_swaps, bootstrap_s
                                    poisson_weights, replicate_sums, sacrebleu_interval,
                                    sacrebleu_paired_ar, sacrebleu_paired_bs, scores_of_sums,
                                    with_bootstrap_fields)
-from bleu_spark import BleuConfig
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.errors import UsageError
 from bleu_spark.oracle import reference_streams
 from bleu_spark.metrics.bleu import bleu_from_statistics

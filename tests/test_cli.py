@@ -7,7 +7,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from bleu_spark import BleuConfig
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.cli import build_parser, effective_settings, job_options, main
 from bleu_spark.errors import ConfigFileError, UsageError
 from conftest import ROOT, SAMPLE

@@ -17,7 +17,8 @@ import pyarrow as pa, pyarrow.parquet as pq
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 from sacrebleu.metrics.ter import TER
-from bleu_spark import BleuConfig, build_kernels, compiled, metrics
+from bleu_spark import build_kernels, compiled, metrics
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.oracle import reference_streams
 from bleu_spark.tokenizers import LineTokenizer
 

@@ -3,7 +3,7 @@ import pytest
 
 from bleu_spark import corpus_bleu
 from bleu_spark.metrics.bleu.oracle import sacrebleu_score
-from bleu_spark import BleuConfig
+from bleu_spark.metrics.bleu import BleuConfig
 
 REFERENCE = "The NASA Opportunity rover is battling a massive dust storm on Mars."
 OPTIONS = dict(tokenize="13a", smooth_method="none")

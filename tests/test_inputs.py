@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bleu_spark import BleuConfig
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.errors import InvalidRowsError, OutputError
 from bleu_spark.metrics.bleu.oracle import sacrebleu_score
 from bleu_spark import store

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from bleu_spark import BleuConfig
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
 from bleu_spark.resampling import POISSON, SACREBLEU, Resampling
 from bleu_spark.spark.job import JobOptions, run_job, score_dataframe

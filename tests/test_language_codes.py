@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from sacrebleu.metrics import BLEU
 
-from bleu_spark import BleuConfig
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.languages import knows_target, target_language
 from bleu_spark.spark.job import JobOptions, run_job
 from conftest import SAMPLE

@@ -10,7 +10,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from bleu_spark import BleuConfig, cli, metrics, scoring, statstable
+from bleu_spark import cli, metrics, scoring, statstable
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.console import format_table
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
 from bleu_spark.errors import UsageError

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bleu_spark import BleuConfig, corpus_bleu
+from bleu_spark import corpus_bleu
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.settings import SPM_TOKENIZERS, TOKENIZERS
 from bleu_spark.metrics.bleu.oracle import sacrebleu_score
 from conftest import SAMPLE, WORDS

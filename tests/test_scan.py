@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from bleu_spark import BleuConfig
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.resampling import POISSON, Resampling, bootstrap_signature, with_bootstrap_fields
 from bleu_spark.hashes import reference_hashes
 from bleu_spark.metrics.bleu.oracle import sacrebleu_score

@@ -13,7 +13,8 @@ import pytest
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
 from bleu_spark.spark.job import JobOptions, run_job
 from bleu_spark.metrics.bleu.oracle import sacrebleu_score
-from bleu_spark import BleuConfig, store
+from bleu_spark import store
+from bleu_spark.metrics.bleu import BleuConfig
 from conftest import ROOT, SAMPLE, random_sentences
 from matching import assert_matches_sacrebleu
 

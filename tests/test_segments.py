@@ -217,7 +217,7 @@ def _on_both_engines(spark, folder: str, query: str):
 def test_the_sql_of_the_docs_answers_on_duckdb_and_spark(spark, scored):
     """Each query of docs/segments.md, as written, against the same answer made in Python."""
     from bleu_spark import metrics
-    from bleu_spark import BleuConfig
+    from bleu_spark.metrics.bleu import BleuConfig
 
     folder, _, _ = scored
     out = str(folder / "out")

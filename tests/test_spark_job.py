@@ -7,7 +7,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from bleu_spark import BleuConfig
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.languages import TextSettings
 from bleu_spark.errors import (ColumnTypeError, InputNotFoundError, InvalidRowsError,
                                MissingColumnError, MixedTokenizerGroupError)

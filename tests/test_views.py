@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bleu_spark import BleuConfig, statstable, store
+from bleu_spark import statstable, store
+from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.errors import OutputError, UsageError
 from bleu_spark.scoring import check_group_names
 from bleu_spark.metrics.bleu.stats import segment_statistics, stats_names
