@@ -97,7 +97,7 @@ sys.modules[sys.argv[2]] = package
 spec.loader.exec_module(package)
 cli = importlib.import_module(sys.argv[2] + ".cli")
 chrf = importlib.import_module(sys.argv[2] + ".metrics").configured(
-    ["chrf"], cli.DEFAULTS, package.BleuConfig())[0]
+    ["chrf"], cli.DEFAULTS, None)[0]
 print(chrf.sentence_score("the cat sat", ["the cat sat on the mat"]))
 """
 
