@@ -23,12 +23,12 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
 
 
-def say(what: str, interval: float, stream=sys.stderr) -> None:
+def say(what: str, interval: float, stream=None) -> None:
     """A progress line for a step before the scoring pass that can take seconds (starting
     Spark, reading footers), so a run is never silent while it waits; none when `interval` is
-    0."""
+    0. To stderr as it is when said (not as it was when this module was imported)."""
     if interval > 0:
-        print(f"bleu-spark: progress: {what}", file=stream, flush=True)
+        print(f"bleu-spark: progress: {what}", file=stream or sys.stderr, flush=True)
 
 
 class Progress:
@@ -36,13 +36,13 @@ class Progress:
     `interval` seconds while it runs, and one when it is done (so a short run shows its start
     and its end too); nothing when `interval` is 0."""
 
-    def __init__(self, spark, total_rows: int, interval: float, stream=sys.stderr,
+    def __init__(self, spark, total_rows: int, interval: float, stream=None,
                  after: str = "adding up the partial sums per group"):
         self.rows = runtime.counter(spark)
         self.total_rows = total_rows
         self.after = after  # what the stages after scoring do, said once every row is scored
         self.interval = interval
-        self.stream = stream
+        self.stream = stream or sys.stderr
         self._spark = spark
         self._stages: Optional[runtime.StageWatch] = None
         self._stop = threading.Event()
