@@ -226,9 +226,16 @@ class Measurement:
         return frame.mapInArrow(rejected_rows(self.plan), rejected_schema(self.plan, frame.schema))
 
     def _failure_message(self) -> str:
-        examples = self.rejected_frame(whole=False).limit(EXAMPLES_SHOWN).collect()
-        cases = [", ".join(f"{c}={r[c]!r}" for c in [*self.plan.group_cols, *self.input.segment_key])
-                 + f": {r[REASON]}" for r in examples]
+        shown = [*self.plan.group_cols, *self.input.segment_key]
+        frame = self.rejected_frame(whole=False)
+        # Text columns come back as bytes, decoded here: a value that is not UTF-8 cannot be
+        # taken as a string through Spark Connect's Arrow results.
+        text = {f.name for f in frame.schema.fields if isinstance(f.dataType, T.StringType)}
+        frame = frame.select([F.col(c).cast("binary").alias(c) if c in text else F.col(c)
+                              for c in [*shown, REASON]])
+        examples = [{c: v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else v
+                     for c, v in r.asDict().items()} for r in frame.limit(EXAMPLES_SHOWN).collect()]
+        cases = [", ".join(f"{c}={r[c]!r}" for c in shown) + f": {r[REASON]}" for r in examples]
         hints = "".join(f"; {HINTS[reason]}" for reason in sorted(self.rejected) if reason in HINTS)
         return (_rejection_summary(self.rejected) + "; e.g. " + "; ".join(cases) + hints
                 + "; use --on-invalid quarantine to score the rest and write these to DIR/rejected/")
