@@ -236,6 +236,7 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
     `schema`: read only these columns (see `readable_schema`). `discover_partitions=False`:
     every file below the folder, with no columns from folder names."""
     from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
 
     try:
         reader = spark.read.option("mergeSchema", str(merge_schema).lower())
@@ -260,7 +261,7 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
         if condition.startswith("UNABLE_TO_INFER_SCHEMA"):
             raise InputNotFoundError(f"{what} path holds no Parquet files: {path}") from None
         raise
-    except Py4JJavaError as exc:
+    except (Py4JJavaError, PySparkException) as exc:  # the JVM's error, or a Connect server's
         text = str(exc)
         if "ClassNotFoundException" in text and "FileSystem" in text or "No FileSystem for scheme" in text:
             raise InputNotFoundError(_no_filesystem(what, path, text)) from None
