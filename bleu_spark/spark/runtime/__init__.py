@@ -37,6 +37,9 @@ def connect_settings() -> Optional[dict]:
     pyspark's builder would read only from a JVM this process does not start."""
     from .classic import spark_defaults
 
+    submitted = _submitted_for_connect()
+    if submitted is not None:
+        return submitted
     defaults = spark_defaults()
     settings = {k: defaults[k] for k in ("spark.remote", "spark.api.mode") if k in defaults}
     if "SPARK_REMOTE" in os.environ:  # the variable wins over spark-defaults, as for pyspark
@@ -48,6 +51,31 @@ def connect_settings() -> Optional[dict]:
     if remote or "SPARK_CONNECT_MODE_ENABLED" in os.environ or api_mode == "connect":
         return settings
     return None
+
+
+def _submitted_for_connect() -> Optional[dict]:
+    """Under spark-submit started for Spark Connect (`--remote`, or `--conf spark.api.mode=connect`),
+    whose driver JVM is a Connect client's and can run no classic Spark: the server to connect to,
+    from the settings spark-submit hands pyspark (`PYSPARK_REMOTE_INIT_CONF_*`); None when
+    spark-submit did not start for Connect."""
+    import json
+
+    given = {}
+    for i in range(int(os.environ.get("PYSPARK_REMOTE_INIT_CONF_LEN", "0"))):
+        given.update(json.loads(os.environ[f"PYSPARK_REMOTE_INIT_CONF_{i}"]))
+    if not given:
+        return None
+    remote = os.environ.get("SPARK_REMOTE", given.get("spark.remote", ""))
+    if remote.startswith("sc://"):
+        return {"spark.remote": remote}
+    from ...errors import UsageError
+
+    # Tried with pyspark 4.3's wheel: the driver JVM spark-submit starts for connect mode holds
+    # no Connect server (SparkConnectPlugin is not on its class path) and no classic Spark SQL.
+    raise UsageError("spark-submit started for Spark Connect without a server to connect to "
+                     "(spark.api.mode=connect and no sc:// address): give spark-submit "
+                     "--remote sc://HOST:PORT, or run bleu-spark with SPARK_REMOTE=sc://HOST:PORT, "
+                     "or leave spark.api.mode out for classic Spark")
 
 
 def settings_before_start() -> dict:
