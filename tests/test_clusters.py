@@ -20,6 +20,9 @@ from test_bootstrap import sample_systems
 SEGMENT_KEY = ("testset", "langpair", "seg_id")
 LANGPAIRS = ("en-de", "zh-en")
 REPLAYED = 200
+# Which metrics sacrebleu's draws are replayed for, per language pair: not TER on zh-en, whose
+# statistics alone take sacrebleu about 100 s of one core (against 3 s for en-de's).
+REPLAYS = {"en-de": ("bleu", "chrf", "ter"), "zh-en": ("bleu", "chrf")}
 
 
 def replica(scores: dict, replicates: dict, higher_is_better: bool) -> dict:
@@ -110,9 +113,9 @@ def test_sacrebleu_method_clusters_equal_a_replica_over_sacrebleus_draws(spark, 
     ours = {(r["langpair"], r["metric"], r["system"]): r for r in result.scores}
     monkeypatch.setenv("SACREBLEU_SEED", str(DEFAULT_SEED))
     checked = 0
-    for langpair in LANGPAIRS:
+    for langpair, metric_names in REPLAYS.items():
         systems = sample_systems(langpair)  # each system's rows in seg_id order
-        for metric_name in ("bleu", "chrf", "ter"):
+        for metric_name in metric_names:
             metric = theirs(metric_name, langpair)
             scores, replicates = {}, {}
             for name, rows in systems.items():
@@ -131,7 +134,7 @@ def test_sacrebleu_method_clusters_equal_a_replica_over_sacrebleus_draws(spark, 
                 row = ours[langpair, metric_name, name]
                 assert {f: row[f] for f in clusters.FIELDS} == fields, (langpair, metric_name, name)
                 checked += 1
-    assert checked == 3 * sum(len(sample_systems(lp)) for lp in LANGPAIRS)
+    assert checked == sum(len(names) * len(sample_systems(lp)) for lp, names in REPLAYS.items())
 
 
 @pytest.mark.spark
