@@ -13,6 +13,11 @@ SAMPLE = os.path.join(ROOT, "samples", "wmt22_sample.parquet")
 os.environ.setdefault("NUMBA_BOUNDSCHECK", "1")
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(ROOT, ".pytest_cache", "numba"))
 
+# The S3 tests' credentials for moto's server, also those of the tests' Spark Connect server (a
+# platform's server has its own; an upload without any is stored by moto in its aws-chunked framing).
+S3_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                  "AWS_DEFAULT_REGION": "us-east-1"}
+
 WORDS = ("the a cat dog sat on mat is was big small storm rover Mars NASA fighting battling "
          "massive dust sandstorm of and to in it for with as at by U.S. 3.5 1,000 e-mail "
          "don't (yes) \"quoted\" &amp; &lt;tag&gt; -- ... ! ? ; : / 猫 犬 東京 北京 사람 한국어").split()
@@ -37,14 +42,43 @@ def spm_model(tmp_path_factory):
     return prefix + ".model"
 
 
+def pytest_addoption(parser):
+    parser.addoption("--through-connect", action="store_true",
+                     help="run every Spark test through a Spark Connect server the tests start "
+                          "(SPARK_REMOTE set for the whole run); tests marked `classic` are skipped")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def through_connect(request, tmp_path_factory):
+    """With `--through-connect`: a Spark Connect server from the wheel for the whole run, and
+    SPARK_REMOTE set from the first test on, so that each command the tests run, in this
+    process or a child, is its client. Else None."""
+    if not request.config.getoption("--through-connect"):
+        yield None
+        return
+    from connect_server import connect_server
+
+    with connect_server(tmp_path_factory.mktemp("connect")) as url:
+        os.environ["SPARK_REMOTE"] = url
+        yield url
+        del os.environ["SPARK_REMOTE"]
+
+
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory):
+def spark(through_connect, tmp_path_factory):
     """One local[2] session for every Spark test, with few shuffle partitions and the JIT
     tier the console script starts its JVM with; its catalog's warehouse in a temp folder, not
-    the working directory (the catalog tests make databases)."""
+    the working directory (the catalog tests make databases). With `--through-connect`, a
+    session of the run's Spark Connect server instead."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # tests bind to loopback only
     from pyspark.sql import SparkSession
+
+    if through_connect:
+        session = SparkSession.builder.remote(through_connect).getOrCreate()
+        yield session
+        session.stop()
+        return
 
     from bleu_spark.spark.runtime.classic import FIRST_TIER_JIT
 
@@ -58,9 +92,23 @@ def spark(tmp_path_factory):
     session.stop()
 
 
+def console_session(spark):
+    """The session as the console script has it: on classic Spark a SparkSession made on demand
+    over the running SparkContext; through Connect the Connect session itself."""
+    from bleu_spark.spark import runtime
+    from bleu_spark.spark.runtime.classic import OnDemandSession
+
+    return spark if runtime.is_connect(spark) else OnDemandSession(spark.sparkContext)
+
+
 def pytest_collection_modifyitems(items):
     """Every test that takes the Spark session carries the `spark` marker, so `-m "not spark"`
     is sure to start no JVM, whether or not the test's module remembered to mark it."""
+    through_connect = items and items[0].config.getoption("--through-connect")
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+        # Under --through-connect, the tests that compare Connect with classic Spark themselves
+        # and those that need classic Spark's own handles do not apply.
+        if through_connect and (item.get_closest_marker("connect") or item.get_closest_marker("classic")):
+            item.add_marker(pytest.mark.skip(reason="compares with or needs classic Spark"))

@@ -98,6 +98,7 @@ def test_sacrebleu_paths_agree_on_the_corpus(bench, tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.classic  # its paths b to d are spark-submit's classic Spark
 def test_bench_smoke_runs_the_identity_guard(tmp_path):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     # b is c on one core and s times Spark alone: neither adds a result to guard

@@ -173,6 +173,7 @@ def folder_table(out: str, name: str) -> list:
         return [dict(zip(names, row)) for row in found.fetchall()]
 
 
+@pytest.mark.classic  # the job's own Spark over a Derby metastore (PYSPARK_SUBMIT_ARGS)
 def test_each_days_rows_are_in_the_catalog_once_and_a_rerun_replaced_its_day_only(runs):
     server, (first, rerun) = runs["server"], runs["run_ids"]
     rows = server.query("SELECT run_date, metric, run_id, COUNT(*) AS n FROM dashboard "
@@ -188,6 +189,7 @@ def test_each_days_rows_are_in_the_catalog_once_and_a_rerun_replaced_its_day_onl
     assert all(n == expected[(DAYS[0], "bleu", rerun)] for n in expected.values())
 
 
+@pytest.mark.classic  # the job's own Spark over a Derby metastore (PYSPARK_SUBMIT_ARGS)
 def test_the_catalogs_scores_equal_the_folders(runs):
     keys = ("run_date", "grouping", "system", "langpair", "metric")
     catalog = runs["server"].query("SELECT run_date, grouping, system, langpair, metric, score, "
@@ -200,6 +202,7 @@ def test_the_catalogs_scores_equal_the_folders(runs):
     assert mine == theirs  # Java prints a double so that it reads back bit for bit
 
 
+@pytest.mark.classic  # the job's own Spark over a Derby metastore (PYSPARK_SUBMIT_ARGS)
 def test_a_later_runs_metric_added_its_columns_with_comments(runs):
     described = runs["server"].query("DESCRIBE TABLE EXTENDED dashboard")
     columns = {r["col_name"]: r for r in described}
@@ -215,6 +218,7 @@ def test_a_later_runs_metric_added_its_columns_with_comments(runs):
     assert held == [{"n": "0"}]
 
 
+@pytest.mark.classic  # the job's own Spark over a Derby metastore (PYSPARK_SUBMIT_ARGS)
 def test_the_dashboard_sql_of_the_docs_through_jdbc_equals_duckdbs_on_the_folder(runs):
     from test_scheduled import dashboard_sql
 

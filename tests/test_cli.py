@@ -71,6 +71,7 @@ def test_bad_job_files_are_user_errors(tmp_path, capsys):
 
 
 @pytest.mark.e2e
+@pytest.mark.classic  # spark-submit on local[2]; with --remote: test_connect.py
 def test_spark_submit_on_local2_equals_sacrebleu(tmp_path):
     from pyspark.find_spark_home import _find_spark_home
 
@@ -126,6 +127,7 @@ def test_the_console_script_adds_jvm_options_only_where_none_of_their_kind_is_se
 
 
 @pytest.mark.e2e
+@pytest.mark.classic  # the client's own JVM
 def test_the_console_script_starts_its_jvm_quiet_and_with_the_first_jit_tier(tmp_path):
     import pyarrow as pa
 

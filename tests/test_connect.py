@@ -3,7 +3,6 @@ command run as its client with only SPARK_REMOTE set, and every score equal to t
 run on classic Spark. The client starts no JVM."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,8 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from bleu_spark import cli
+from bleu_spark.errors import UsageError
 from bleu_spark.spark import runtime
 from conftest import ROOT, SAMPLE
+from connect_server import clean_env, connect_server as connect_server_running
 
 
 
@@ -39,53 +40,10 @@ def test_connect_is_chosen_as_pyspark_reads_it(tmp_path, monkeypatch, variables,
     assert runtime.connect_settings() == expected
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _clean_env() -> dict:
-    """This process's environment without what would make a client classic or remote."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("SPARK_", "PYSPARK_")) and k != "MASTER"}
-
-
 @pytest.fixture(scope="session")
 def connect_server(tmp_path_factory):
-    """A Spark Connect server from the wheel, its Python workers importing this checkout's
-    bleu_spark (PYTHONPATH in the server's environment, as a cluster library would be);
-    stopped by its PID."""
-    import pyspark
-
-    home = os.path.dirname(pyspark.__file__)
-    jars = [f for f in os.listdir(os.path.join(home, "jars")) if f.startswith("spark-connect_")]
-    port = _free_port()
-    log = tmp_path_factory.mktemp("connect") / "server.log"
-    env = {**_clean_env(), "SPARK_HOME": home, "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": ROOT}
-    argv = [os.path.join(home, "bin", "spark-submit"), "--master", "local[2]",
-            "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-            "--conf", f"spark.connect.grpc.binding.port={port}",
-            "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
-            "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-            os.path.join(home, "jars", jars[0])]
-    with open(log, "wb") as out:
-        server = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 120
-        while "Spark Connect server started" not in log.read_text(errors="replace"):
-            assert server.poll() is None and time.time() < deadline, log.read_text()[-3000:]
-            time.sleep(0.5)
-        yield f"sc://127.0.0.1:{port}"
-    finally:
-        server.terminate()  # spark-submit execs the JVM: this PID is the server
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    with connect_server_running(tmp_path_factory.mktemp("connect")) as url:
+        yield url
 
 
 def _descendants(pid: int) -> list:
@@ -112,7 +70,7 @@ def _descendants(pid: int) -> list:
 def run_connect(remote: str, argv: list, output) -> dict:
     """The command as a Connect client with only SPARK_REMOTE set; the names of the processes
     it started, watched while it runs."""
-    env = {**_clean_env(), "SPARK_REMOTE": remote, "PYTHONPATH": ROOT}
+    env = {**clean_env(), "SPARK_REMOTE": remote, "PYTHONPATH": ROOT}
     client = subprocess.Popen([sys.executable, "-m", "bleu_spark", *argv, "--output", str(output)],
                               env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
@@ -245,3 +203,49 @@ def test_references_table_and_quarantine_equal_classic(both, excerpt, tmp_path_f
     assert remote["rows"] == classic["rows"] and remote["rows"]["rejected"] == 1
     assert table(connect_out, "rejected") == table(classic_out, "rejected")
 
+
+
+@pytest.mark.parametrize("submitted,expected", [
+    ({"spark.remote": "sc://server:15002", "spark.master": "local[2]"}, {"spark.remote": "sc://server:15002"}),
+    ({"spark.api.mode": "connect", "spark.master": "yarn"}, UsageError),
+])
+def test_spark_submit_started_for_connect_is_followed_or_one_line(monkeypatch, submitted, expected):
+    """spark-submit's settings for a Connect run reach pyspark in PYSPARK_REMOTE_INIT_CONF_*; its
+    driver JVM then runs no classic Spark, so a run without a server's address cannot go on."""
+    for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_API_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PYSPARK_REMOTE_INIT_CONF_LEN", "1")
+    monkeypatch.setenv("PYSPARK_REMOTE_INIT_CONF_0", json.dumps(submitted))
+    if expected is UsageError:
+        with pytest.raises(UsageError, match="--remote sc://HOST:PORT"):
+            runtime.connect_settings()
+    else:
+        assert runtime.connect_settings() == expected
+
+
+def _spark_submit(argv: list, output, **env):
+    from pyspark.find_spark_home import _find_spark_home
+
+    submit = os.path.join(_find_spark_home(), "bin", "spark-submit")
+    return subprocess.run([submit, *argv, "jobs/score_bleu.py", "--input", SAMPLE, "--output", str(output)],
+                          cwd=ROOT, env={**clean_env(), "PYSPARK_PYTHON": sys.executable, **env},
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.connect
+@pytest.mark.e2e
+def test_spark_submit_with_remote_runs_through_connect_and_connect_mode_without_one_is_one_line(
+        both, connect_server, tmp_path):
+    _, _, _, classic_out = both("default", ["score", "--input", SAMPLE])
+    result = _spark_submit(["--remote", connect_server], tmp_path / "remote")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert scores(tmp_path / "remote") == scores(classic_out)
+    assert json.loads((tmp_path / "remote" / "run.json").read_text())["spark"]["spark_mode"] == "connect"
+
+    result = _spark_submit(["--master", "local[2]", "--conf", "spark.api.mode=connect"], tmp_path / "none")
+    assert result.returncode == UsageError.exit_code
+    # the driver's Python writes into spark-submit's stdout, the JVM's lines go to its stderr
+    errors = [line for line in (result.stdout + result.stderr).splitlines() if "error" in line.lower()]
+    assert errors == [line for line in errors if line.startswith("bleu-spark: error: spark-submit started "
+                                                                   "for Spark Connect without a server")]
+    assert len(errors) == 1 and not (tmp_path / "none").exists()

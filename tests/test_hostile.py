@@ -402,7 +402,7 @@ import glob
 import signal
 import time
 
-from conftest import SAMPLE
+from conftest import SAMPLE, console_session
 
 
 def _start_and_signal(tmp_path, signum, to_group):
@@ -411,11 +411,16 @@ def _start_and_signal(tmp_path, signum, to_group):
                                 "--output", str(out), "--progress-seconds", "0"], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
+    pending = str(out / "_commits" / "p-*.json")
+    # Inside the Spark pass; through Connect (the Python workers are the server's), once the
+    # run's pending record is written.
+    started = ((lambda: glob.glob(pending)) if "SPARK_REMOTE" in os.environ
+               else (lambda: _workers_in_a_task(process.pid)))
     deadline = time.time() + 120
-    while not _workers_in_a_task(process.pid) and time.time() < deadline:  # inside the Spark pass
+    while not started() and time.time() < deadline:
         assert process.poll() is None, process.communicate()
         time.sleep(0.05)
-    assert glob.glob(str(out / "_commits" / "p-*.json")) and process.poll() is None
+    assert glob.glob(pending) and process.poll() is None
     if to_group:  # as Ctrl-C in a terminal: the whole foreground group, JVM and workers too
         os.killpg(process.pid, signum)
     else:         # as a scheduler stopping the task
@@ -604,11 +609,9 @@ def test_local_files_take_a_name_that_exists_as_itself(tmp_path):
                                           ("a[1]*.parquet", ["a1"]), ("d[1]/langpair=de-en", ["hive"])])
 def test_a_path_with_glob_characters_that_exists_is_read_as_itself(spark, tmp_path, scan, name, systems):
     from bleu_spark.spark.job import JobOptions, run_job
-    from bleu_spark.spark.runtime.classic import OnDemandSession
 
     write_named(tmp_path / "in")
-    on_demand = OnDemandSession(spark.sparkContext)  # the session as the console script has it
-    result = run_job(on_demand, JobOptions(input=str(tmp_path / "in" / name), scan=scan, progress_seconds=0))
+    result = run_job(console_session(spark), JobOptions(input=str(tmp_path / "in" / name), scan=scan, progress_seconds=0))
     assert [(r["system"], r["langpair"]) for r in result.scores] == [(s, "de-en") for s in systems]
     assert result.run["layout"]["scan"] == ("arrow" if scan == "auto" else "spark")
 
@@ -760,6 +763,7 @@ def _score_killing_a_worker(out):
 
 
 @pytest.mark.e2e
+@pytest.mark.classic  # kills a Python worker under this process
 def test_a_python_worker_killed_mid_stage_is_one_line_and_keeps_the_earlier_result(tmp_path):
     out = tmp_path / "out"
     first = run_cli("--input", SAMPLE, "--output", str(out), "--group-by", "langpair", "--progress-seconds", "0")

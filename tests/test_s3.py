@@ -18,12 +18,10 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import ROOT, SAMPLE
+from conftest import ROOT, S3_CREDENTIALS, SAMPLE
 
 pytestmark = pytest.mark.s3
 
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-               "AWS_DEFAULT_REGION": "us-east-1"}
 
 
 def _free_port():
@@ -40,7 +38,7 @@ def s3(tmp_path_factory):
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
-    saved = {k: os.environ.get(k) for k in [*CREDENTIALS, "AWS_ENDPOINT_URL"]}
+    saved = {k: os.environ.get(k) for k in [*S3_CREDENTIALS, "AWS_ENDPOINT_URL"]}
     try:
         deadline = time.time() + 60
         while True:
@@ -50,7 +48,7 @@ def s3(tmp_path_factory):
             except OSError:
                 assert time.time() < deadline and server.poll() is None, "moto did not start"
                 time.sleep(0.2)
-        os.environ.update(CREDENTIALS, AWS_ENDPOINT_URL=endpoint)  # the subprocesses get spark-defaults'
+        os.environ.update(S3_CREDENTIALS, AWS_ENDPOINT_URL=endpoint)  # the subprocesses get spark-defaults'
         fs = pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{port}", scheme="http",
                                allow_bucket_creation=True)
         fs.create_dir("bucket")
@@ -66,7 +64,7 @@ def s3(tmp_path_factory):
 
 
 def cli(s3, *args):
-    env = {**os.environ, **CREDENTIALS, "SPARK_CONF_DIR": s3["conf"], "PYTHONPATH": ROOT}
+    env = {**os.environ, **S3_CREDENTIALS, "SPARK_CONF_DIR": s3["conf"], "PYTHONPATH": ROOT}
     env.pop("AWS_ENDPOINT_URL", None)
     quiet = ["--progress-seconds", "0"] if args[0] == "score" else []
     return subprocess.run([sys.executable, "-m", "bleu_spark", *args, *quiet],

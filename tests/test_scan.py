@@ -107,6 +107,7 @@ def test_partition_folders_wide_references_replicates_and_rejected_rows_as_spark
         assert row["ci_low"] is not None and row["ci_low"] <= row["ci_high"]
 
 
+@pytest.mark.classic  # the session made on demand is classic Spark's
 def test_a_plain_input_is_typed_by_its_footers_and_read_by_spark_only_for_rejected_rows(
         spark, tmp_path, monkeypatch):
     """Without partition folders, the schema is the footers' (the types Spark gives them) and
