@@ -204,7 +204,6 @@ def test_references_table_and_quarantine_equal_classic(both, excerpt, tmp_path_f
     assert table(connect_out, "rejected") == table(classic_out, "rejected")
 
 
-
 @pytest.mark.parametrize("submitted,expected", [
     ({"spark.remote": "sc://server:15002", "spark.master": "local[2]"}, {"spark.remote": "sc://server:15002"}),
     ({"spark.api.mode": "connect", "spark.master": "yarn"}, UsageError),
@@ -223,12 +222,12 @@ def test_spark_submit_started_for_connect_is_followed_or_one_line(monkeypatch, s
         assert runtime.connect_settings() == expected
 
 
-def _spark_submit(argv: list, output, **env):
+def _spark_submit(argv: list, output):
     from pyspark.find_spark_home import _find_spark_home
 
     submit = os.path.join(_find_spark_home(), "bin", "spark-submit")
     return subprocess.run([submit, *argv, "jobs/score_bleu.py", "--input", SAMPLE, "--output", str(output)],
-                          cwd=ROOT, env={**clean_env(), "PYSPARK_PYTHON": sys.executable, **env},
+                          cwd=ROOT, env={**clean_env(), "PYSPARK_PYTHON": sys.executable},
                           capture_output=True, text=True, timeout=600)
 
 
