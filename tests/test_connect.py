@@ -3,6 +3,7 @@ command run as its client with only SPARK_REMOTE set, and every score equal to t
 run on classic Spark. The client starts no JVM."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -41,8 +42,13 @@ def test_connect_is_chosen_as_pyspark_reads_it(tmp_path, monkeypatch, variables,
 
 
 @pytest.fixture(scope="session")
-def connect_server(tmp_path_factory):
-    with connect_server_running(tmp_path_factory.mktemp("connect")) as url:
+def connect_folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("connect")
+
+
+@pytest.fixture(scope="session")
+def connect_server(connect_folder):
+    with connect_server_running(connect_folder) as url:
         yield url
 
 
@@ -248,3 +254,31 @@ def test_spark_submit_with_remote_runs_through_connect_and_connect_mode_without_
     assert errors == [line for line in errors if line.startswith("bleu-spark: error: spark-submit started "
                                                                    "for Spark Connect without a server")]
     assert len(errors) == 1 and not (tmp_path / "none").exists()
+
+
+@pytest.mark.connect
+@pytest.mark.e2e
+def test_a_stop_signal_to_the_client_cancels_the_servers_job(connect_server, connect_folder, tmp_path):
+    """A scheduler stopping the client mid-pass: the run's files are removed, the exit code is
+    the signal's, and the server cancels the job the client started (a shared server is not kept
+    busy by a run that is gone)."""
+    rows = pq.read_table(SAMPLE)
+    pq.write_table(pa.concat_tables([rows] * 8), tmp_path / "in.parquet")  # a pass of seconds
+    env = {**clean_env(), "SPARK_REMOTE": connect_server, "PYTHONPATH": ROOT}
+    client = subprocess.Popen([sys.executable, "-m", "bleu_spark", "score", "--input", str(tmp_path / "in.parquet"),
+                               "--output", str(tmp_path / "out"), "--progress-seconds", "1"],
+                              env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = connect_folder / "server.log"
+    cancelled_before = log.read_text(errors="replace").count("SPARK_JOB_CANCELLED")
+    for line in client.stderr:  # the pass has started
+        if "rows scored" in line:
+            break
+    client.send_signal(signal.SIGTERM)
+    rest = client.stderr.read()
+    assert client.wait(60) == 143, rest
+    assert "interrupted by SIGTERM (exit code 143); the run's files are removed" in rest
+    assert not (tmp_path / "out").exists()
+    deadline = time.time() + 30
+    while log.read_text(errors="replace").count("SPARK_JOB_CANCELLED") == cancelled_before:
+        assert time.time() < deadline, "the server did not cancel the job"
+        time.sleep(0.5)
