@@ -1,6 +1,7 @@
 """Shared fixtures: one SparkSession for the whole run, the bundled sample, a trained SPM model."""
 import os
 import random
+import socket
 import sys
 
 import pytest
@@ -21,6 +22,13 @@ S3_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "test
 WORDS = ("the a cat dog sat on mat is was big small storm rover Mars NASA fighting battling "
          "massive dust sandstorm of and to in it for with as at by U.S. 3.5 1,000 e-mail "
          "don't (yes) \"quoted\" &amp; &lt;tag&gt; -- ... ! ? ; : / 猫 犬 東京 北京 사람 한국어").split()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now, for a server a test starts."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def random_sentences(rng: random.Random, count: int):

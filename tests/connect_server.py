@@ -3,18 +3,11 @@ its client: its Python workers import this checkout's bleu_spark (PYTHONPATH in 
 environment, as a cluster library would be); stopped by its PID."""
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
 
-from conftest import ROOT, S3_CREDENTIALS
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from conftest import ROOT, S3_CREDENTIALS, free_port
 
 
 def clean_env() -> dict:

@@ -22,7 +22,7 @@ import pytest
 
 from bleu_spark import cli
 from bleu_spark.errors import OutputError, UsageError
-from conftest import ROOT, SAMPLE
+from conftest import ROOT, SAMPLE, free_port
 
 pytestmark = [pytest.mark.catalog, pytest.mark.spark]
 
@@ -70,9 +70,7 @@ class ThriftServer:
 
     def __init__(self, metastore: Metastore):
         self.metastore = metastore
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         home = pyspark_home()
         command = [os.path.join(home, "bin", "spark-submit"), "--class",
                    "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2", "--master", "local[1]",

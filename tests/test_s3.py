@@ -18,23 +18,17 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import ROOT, S3_CREDENTIALS, SAMPLE
+from conftest import ROOT, S3_CREDENTIALS, SAMPLE, free_port
 
 pytestmark = pytest.mark.s3
 
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory):
     """moto's S3 server and a bucket; the AWS variables set for this process and its children
     (the endpoint only in a spark-defaults file, as a platform gives it)."""
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
