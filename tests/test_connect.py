@@ -270,8 +270,8 @@ def test_a_stop_signal_to_the_client_cancels_the_servers_job(connect_server, con
                               env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     log = connect_folder / "server.log"
     cancelled_before = log.read_text(errors="replace").count("SPARK_JOB_CANCELLED")
-    for line in client.stderr:  # the pass has started
-        if "rows scored" in line:
+    for line in client.stderr:  # the pass has started, and has not ended
+        if "rows scored" in line and "done:" not in line:
             break
     client.send_signal(signal.SIGTERM)
     rest = client.stderr.read()
