@@ -86,6 +86,11 @@ class ForeignFileError(BleuSparkError):
     exit_code = 16
 
 
+class SparkUnreachableError(BleuSparkError):
+    """The Spark Connect server the run was given does not answer at its address."""
+    exit_code = 17
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: the run stops, removes its files and exits with
     128 + the signal number (130, 143). A BaseException, so no `except Exception` swallows it."""

@@ -15,7 +15,7 @@ import pytest
 from bleu_spark import cli
 from bleu_spark.errors import UsageError
 from bleu_spark.spark import runtime
-from conftest import ROOT, SAMPLE
+from conftest import ROOT, SAMPLE, free_port
 from connect_server import clean_env, connect_server as connect_server_running
 
 
@@ -282,3 +282,24 @@ def test_a_stop_signal_to_the_client_cancels_the_servers_job(connect_server, con
     while log.read_text(errors="replace").count("SPARK_JOB_CANCELLED") == cancelled_before:
         assert time.time() < deadline, "the server did not cancel the job"
         time.sleep(0.5)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "no-such-host.invalid"])
+def test_a_connect_server_that_does_not_answer_is_one_line_not_minutes_of_retries(
+        monkeypatch, tmp_path, capsys, host):
+    from bleu_spark.errors import SparkUnreachableError
+
+    for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_API_MODE", "PYSPARK_REMOTE_INIT_CONF_LEN"):
+        monkeypatch.delenv(name, raising=False)
+    port = free_port()  # nothing listens there
+    monkeypatch.setenv("SPARK_REMOTE", f"sc://{host}:{port}/;token=secret")
+    code = cli.main(["score", "--input", SAMPLE, "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert code == SparkUnreachableError.exit_code
+    # the reason in the resolver's words, which vary with the system, for a name that does not resolve
+    reason = "(Connection refused)" if host == "127.0.0.1" else "("
+    assert len(errors) == 1 and errors[0].startswith(
+        f"bleu-spark: error: no Spark Connect server answers at {host}:{port} {reason}")
+    assert errors[0].endswith("): check SPARK_REMOTE, spark.remote or --remote")
+    assert "secret" not in err and not (tmp_path / "out").exists()

@@ -104,6 +104,7 @@ def start():
         return classic.spark_session()
     from pyspark.sql import SparkSession
 
+    _check_reachable(remote.get("spark.remote") or os.environ.get("SPARK_REMOTE", ""))
     # A local server pyspark starts for `spark.api.mode=connect` runs its Python workers with
     # this interpreter unless the platform names one (as classic Spark in classic.py).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -116,6 +117,29 @@ def start():
         raise UsageError(f"Spark Connect was asked for (SPARK_REMOTE, spark.remote or "
                          f"spark.api.mode) but its client cannot load ({exc}); install it with "
                          f"pip install 'bleu-spark[connect]'") from None
+
+
+def _check_reachable(url: str, seconds: float = 10) -> None:
+    """A Spark Connect server's address (`sc://HOST:PORT/;...`) that no one answers at is one
+    line: pyspark's client would retry it for minutes. Nothing for a local server pyspark starts."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if not url.startswith("sc://"):
+        return
+    try:
+        where = urlsplit(url.split(";", 1)[0])
+        host, port = where.hostname, where.port or 15002
+    except ValueError:  # an address pyspark itself will refuse, in its own words
+        return
+    try:
+        socket.create_connection((host, port), timeout=seconds).close()
+    except OSError as exc:
+        from ...errors import SparkUnreachableError
+
+        reason = exc.strerror or type(exc).__name__
+        raise SparkUnreachableError(f"no Spark Connect server answers at {host}:{port} "
+                                    f"({reason}): check SPARK_REMOTE, spark.remote or --remote") from None
 
 
 _parallelism: dict = {}
