@@ -97,16 +97,33 @@ def _define_cache(numba) -> None:
                 cache_path=BUILT, filename_base=self._impl.filename_base,
                 source_stamp=self._impl.locator.get_source_stamp())
 
+        def load_overload(self, sig, target_context):
+            # numba refreshes the compiler's registries before it loads an entry (a quarter of
+            # a second of a fresh process, most of an executor's first task); a built entry is
+            # machine code loaded whole and needs of that only numba's runtime, which allocates
+            # the arrays the kernels make (compiling refreshes the rest itself).
+            from numba.core.runtime import rtsys
+
+            rtsys.initialize(target_context)
+            built = self._guarded(self._load_built, sig, target_context)
+            if built is not None:
+                return built
+            return super().load_overload(sig, target_context)
+
         def _load_overload(self, sig, target_context):
+            return self._guarded(super()._load_overload, sig, target_context)
+
+        @staticmethod
+        def _guarded(load, sig, target_context):
             try:
-                return self._load_entry(sig, target_context)
+                return load(sig, target_context)
             except ImportError:
                 # An entry written by the same code loaded under another module name (a second
                 # checkout imported beside this one, as the benchmark does): a miss, compiled
                 # again, rather than a run that fails on the other name.
                 return None
 
-        def _load_entry(self, sig, target_context):
+        def _load_built(self, sig, target_context):
             # Built without index checks: a process that asks for them (the tests) compiles.
             if self._enabled and not _BUILDING and not numba.core.config.BOUNDSCHECK:
                 sig_, (triple, _, _), code = self._index_key(sig, target_context.codegen())
@@ -114,7 +131,7 @@ def _define_cache(numba) -> None:
                     data = self._built.load((sig_, (triple, cpu, ""), code))
                     if data is not None:
                         return self._impl.rebuild(target_context, data)
-            return super()._load_overload(sig, target_context)
+            return None
 
         def save_overload(self, sig, data):
             try:
