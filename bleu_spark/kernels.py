@@ -23,6 +23,21 @@ from .compiled import utf8_parts
 # only (the tests check every one above), so every import is not a pass over all of Unicode.
 PYTHON_WHITESPACE = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
 
+def python_lower(lines: pa.Array) -> pa.Array:
+    """Python's `str.lower()` of each line, as sacrebleu lowercases (`lines`: no nulls). Arrow's
+    utf8_lower is not it (final sigma, one-to-many mappings, another Unicode version) and fills
+    a table of every code point on its first call, a fifth of a second of a new process: ASCII
+    lines are lowered by Arrow's ascii_lower, the others by Python, once per distinct line."""
+    ascii_lines = pc.string_is_ascii(lines)
+    lowered = pc.ascii_lower(lines)
+    if ascii_lines.false_count == 0:
+        return lowered
+    other = pc.invert(ascii_lines)
+    encoded = lines.filter(other).dictionary_encode()
+    texts = pa.array([line.lower() for line in encoded.dictionary.to_pylist()], lines.type)
+    return pc.replace_with_mask(lowered, other, texts.take(encoded.indices))
+
+
 # sacrebleu 2.6's TokenizerRegexp, as (pattern, replacement). The first pads each character of
 # its class with spaces; the class here leaves out the space itself, which padding only turns
 # into more spaces (same tokens, a third of the replacements).
@@ -65,7 +80,8 @@ def tokenize_13a(lines: pa.Array) -> pa.Array:
     return tokenize_regexp(lines)
 
 
-def _zh_code_point_ranges():
+@lru_cache(maxsize=None)
+def zh_code_points():
     """The code points sacrebleu's TokenizerZh pads with spaces, as merged (first, last) pairs.
 
     It tests `start <= char <= end` on strings. Two of its bounds are typed as five hex digits in
@@ -86,13 +102,17 @@ def _zh_code_point_ranges():
     return [tuple(r) for r in merged]
 
 
-ZH_CODE_POINTS = _zh_code_point_ranges()
-# All of them are in the BMP above U+07FF, so three bytes in UTF-8 with a first byte of
-# 0xE0-0xEF, which no other character's bytes can be (valid UTF-8, as Arrow strings are).
-assert all(0x800 <= first and last <= 0xFFFF for first, last in ZH_CODE_POINTS)
-_ZH_TABLE = np.zeros(0x10000, bool)
-for _first, _last in ZH_CODE_POINTS:
-    _ZH_TABLE[_first:_last + 1] = True
+@lru_cache(maxsize=None)
+def _zh_table() -> np.ndarray:
+    """Over the BMP, True for the code points zh pads. Made at zh's first use: sacrebleu, whose
+    ranges these are, is then imported, and not in a worker that tokenizes otherwise."""
+    table = np.zeros(0x10000, bool)
+    for first, last in zh_code_points():
+        # All are in the BMP above U+07FF, so three bytes in UTF-8 with a first byte of
+        # 0xE0-0xEF, which no other character's bytes can be (valid UTF-8, as Arrow's are).
+        assert 0x800 <= first and last <= 0xFFFF
+        table[first:last + 1] = True
+    return table
 
 
 def _insert_spaces(data: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -117,7 +137,7 @@ def pad_zh_chars(lines: pa.Array) -> pa.Array:
     lead = np.flatnonzero((data >= 0xE0) & (data <= 0xEF))
     code = ((data[lead] & 0x0F).astype(np.int32) << 12 | (data[lead + 1] & 0x3F).astype(np.int32) << 6
             | (data[lead + 2] & 0x3F))
-    start = lead[_ZH_TABLE[code]]
+    start = lead[_zh_table()[code]]
     padded = _insert_spaces(data, start)
     # A line starts after the characters that start before it, both spaces of each included.
     new_offsets = offsets + 2 * np.searchsorted(start, offsets)

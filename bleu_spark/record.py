@@ -9,9 +9,9 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
-import sacrebleu
 
 from . import __version__
+from .metrics.base import sacrebleu_version
 from .scoring import GroupingSet, label
 
 # The order run.json lists versions in: the core's, and those of the engine that measured.
@@ -35,7 +35,7 @@ def grouping(group_by: Sequence[str], sets: Sequence[GroupingSet],
 def versions(**engine: str) -> dict:
     """The versions the figures depend on: the core's, with `engine`'s (on Spark: pyspark,
     numba, java)."""
-    found = {"bleu_spark": __version__, "sacrebleu": sacrebleu.__version__,
+    found = {"bleu_spark": __version__, "sacrebleu": sacrebleu_version(),
              "pyarrow": pa.__version__, "numpy": np.__version__,
              "python": platform.python_version(), **engine}
     return {name: found[name] for name in dict.fromkeys([*VERSIONS, *found]) if name in found}

@@ -35,11 +35,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
-import sacrebleu
 
 from . import metrics, predicate, store
 from .errors import IncompatibleStatisticsError, InputNotFoundError, UsageError
-from .metrics.base import SUM
+from .metrics.base import SUM, sacrebleu_version
 from .predicate import Predicate
 
 FORMAT_VERSION = 2
@@ -111,7 +110,7 @@ def measurement_columns(n_rows: int, tokenize: pa.Array, tokenizer_signature: pa
 
     return {"metric": column("metric", metric),
             "format_version": column("format_version", FORMAT_VERSION),
-            "sacrebleu_version": column("sacrebleu_version", sacrebleu.__version__),
+            "sacrebleu_version": column("sacrebleu_version", sacrebleu_version()),
             "tokenize": tokenize.cast(pa.string()),
             "tokenizer_signature": tokenizer_signature.cast(pa.string()),
             "lowercase": column("lowercase", lowercase),

@@ -17,13 +17,11 @@ from typing import Callable, Optional
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import sacrebleu
-from sacrebleu.tokenizers.tokenizer_spm import SPM_MODELS, TokenizerSPM
 
 from .compiled import compiled, utf8_parts
 from .settings import SPM_TOKENIZERS
 from .errors import ModelFileError
-from .kernels import PYTHON_WHITESPACE, tokenize_13a, tokenize_intl, tokenize_zh
+from .kernels import PYTHON_WHITESPACE, python_lower, tokenize_13a, tokenize_intl, tokenize_zh
 
 # What str.split() splits on, by code point: all of it is at most U+3000, so a character of
 # one to three UTF-8 bytes, and a multi-byte one starts with 0xC2 or 0xE1-0xE3.
@@ -174,28 +172,31 @@ def parse_distinct_lines(parse: Callable[[str], str], lines: pa.Array) -> pa.Arr
     return parsed.take(encoded.indices)
 
 
-class LocalModelSPMTokenizer(TokenizerSPM):
-    """sacrebleu's SentencePiece tokenizer (its `__call__` and signature), model from a file,
-    because executors cannot download."""
-
-    def __init__(self, name: str, model_path: str):  # noqa: super().__init__ would download
-        import sentencepiece
-
-        self.name = SPM_MODELS[name]["signature"]
-        self.sp = sentencepiece.SentencePieceProcessor()
-        try:
-            self.sp.Load(model_path)
-        except (OSError, RuntimeError) as exc:
-            raise ModelFileError(f"cannot load SentencePiece model {model_path}: {exc}") from None
-
-
 def build_tokenizer(name: str, spm_model: Optional[str] = None) -> Callable[[str], str]:
     """sacrebleu's tokenizer object: `tok(line) -> str` of space-separated tokens, `tok.signature()`."""
     if name in SPM_TOKENIZERS:
         if not spm_model:
             raise ModelFileError(f"tokenizer {name} needs a SentencePiece model file (--spm-model)")
-        return LocalModelSPMTokenizer(name, spm_model)
+        return _local_model_spm(name, spm_model)
+    import sacrebleu
+
     return sacrebleu.BLEU(tokenize=name).tokenizer
+
+
+def _local_model_spm(name: str, model_path: str):
+    """sacrebleu's SentencePiece tokenizer (its `__call__` and signature), its model from a
+    file, because executors cannot download."""
+    import sentencepiece
+    from sacrebleu.tokenizers.tokenizer_spm import SPM_MODELS, TokenizerSPM
+
+    tokenizer = TokenizerSPM.__new__(TokenizerSPM)  # its __init__ would download the model
+    tokenizer.name = SPM_MODELS[name]["signature"]
+    tokenizer.sp = sentencepiece.SentencePieceProcessor()
+    try:
+        tokenizer.sp.Load(model_path)
+    except (OSError, RuntimeError) as exc:
+        raise ModelFileError(f"cannot load SentencePiece model {model_path}: {exc}") from None
+    return tokenizer
 
 
 class LineTokenizer:
@@ -205,7 +206,17 @@ class LineTokenizer:
     def __init__(self, name: str, lowercase: bool = False, spm_model: Optional[str] = None):
         self.name = name
         self.lowercase = lowercase
-        self.tokenizer = build_tokenizer(name, spm_model)
+        self._spm_model = spm_model
+        # An Arrow kernel's tokenizer needs sacrebleu's object only for its signature: built
+        # when asked, so a Python worker tokenizing 13a does not import sacrebleu.
+        self._tokenizer = None if name in KERNELS else build_tokenizer(name, spm_model)
+
+    @property
+    def tokenizer(self):
+        """sacrebleu's tokenizer object (`build_tokenizer`)."""
+        if self._tokenizer is None:
+            self._tokenizer = build_tokenizer(self.name, self._spm_model)
+        return self._tokenizer
 
     def signature(self) -> str:
         return self.tokenizer.signature()
@@ -216,8 +227,8 @@ class LineTokenizer:
         if self.name in MECAB_TOKENIZERS:
             kernel = partial(parse_distinct_lines, self.tokenizer.tagger.parse)
         if kernel is not None:
-            if self.lowercase:  # Python's str.lower(), which Arrow's utf8_lower does not match
-                lines = pa.array([line.lower() for line in lines.to_pylist()], pa.string())
+            if self.lowercase:
+                lines = python_lower(lines)
             lines = kernel(pc.utf8_rtrim(lines, characters=PYTHON_WHITESPACE))
         else:
             texts = lines.to_pylist()

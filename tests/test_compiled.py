@@ -115,3 +115,33 @@ def test_a_kernel_cached_under_another_module_name_compiles_again(tmp_path):
         scores.append(float(done.stdout.strip().splitlines()[-1]))
     assert os.listdir(tmp_path / "cache")  # the first process did cache its kernels
     assert scores[0] == scores[1]
+
+
+WORKER = r"""
+import json, sys
+import pyarrow as pa
+from bleu_spark.spark import stats  # the module of the job's Arrow functions, as a worker has it
+from bleu_spark import metrics
+from bleu_spark.metrics.bleu import BleuConfig
+from bleu_spark.tokenizers import LineTokenizer
+
+candidates = pa.array(["The cat sat on the mat.", "Ölçü «test»"], pa.string())
+references = pa.array([["The cat is on the mat."], ["ölçü test", None]], pa.list_(pa.string()))
+width = 0
+for metric in metrics.configured(["bleu", "chrf", "chrf++", "ter"], {}, BleuConfig()):
+    tokenizer = LineTokenizer("13a", False, None) if metric.uses_tokenizer else None
+    width += metric.measure(candidates, references, tokenizer)[0].shape[1]
+print(json.dumps({"width": width, "sacrebleu": "sacrebleu" in sys.modules}))
+"""
+
+
+def test_a_worker_measuring_statistics_does_not_import_sacrebleu():
+    """sacrebleu (a tenth of a second of imports) is for signatures, scores and the tokenizers
+    that are its own classes: a Python worker measuring the four metrics' statistics with 13a
+    does not import it, so an executor's first task does not wait for it."""
+    done = subprocess.run([sys.executable, "-c", WORKER], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "BLEU_SPARK_PURE_PYTHON": "1"}, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["width"] > 0
+    assert out["sacrebleu"] is False

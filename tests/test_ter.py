@@ -23,7 +23,8 @@ import sacrebleu.metrics.lib_ter as lib_ter
 import sacrebleu.metrics.ter as sacrebleu_ter
 from sacrebleu.metrics import TER
 
-from bleu_spark.metrics.ter_kernel import (TerOptions, _beam, python_lower, ter_score, ter_statistics,
+from bleu_spark.kernels import python_lower
+from bleu_spark.metrics.ter_kernel import (TerOptions, _beam, ter_score, ter_statistics,
                                            ter_statistics_detail)
 from conftest import SAMPLE, WORDS
 

@@ -10,7 +10,6 @@ sentence-level F, which beta and eps smoothing decide), so all of them are measu
 from __future__ import annotations
 
 import re
-import sacrebleu
 from typing import Any, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -18,7 +17,7 @@ import pyarrow as pa
 
 from ..errors import UsageError
 from ..settings import BOOLEAN, INTEGER, METRICS, Option
-from .base import Metric, StatColumn, nrefs_label, OptionsText
+from .base import Metric, StatColumn, nrefs_label, OptionsText, sacrebleu_version
 from .chrf_kernel import ChrfOptions, chrf_score, chrf_scores, chrf_statistics
 
 PREFIX = "chrf_"
@@ -80,7 +79,7 @@ class Chrf(Metric):
 
     def __init__(self, options: ChrfOptions, version: Optional[str] = None):
         self.options = checked(options)
-        self.version = version or sacrebleu.__version__
+        self.version = version  # of the sacrebleu that measured saved statistics; None: installed
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], choices: Any = None) -> "Chrf":
@@ -134,7 +133,7 @@ class Chrf(Metric):
         fields = [("nrefs", nrefs), ("case", "lc" if o.lowercase else "mixed"),
                   ("eff", "no" if o.eps_smoothing else "yes"), ("nc", o.char_order),
                   ("nw", o.word_order), ("space", "yes" if o.whitespace else "no"),
-                  ("version", self.version)]
+                  ("version", self.version or sacrebleu_version())]
         return "|".join(f"{k}:{v}" for k, v in fields)
 
     def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:

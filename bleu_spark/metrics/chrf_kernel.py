@@ -34,9 +34,9 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..compiled import compiled, utf8_parts
+from ..kernels import python_lower
 from ..rows import scored_segments
 from ..tokenizers import _FNV_OFFSET, _FNV_PRIME, _SPACE, _rehashed, _slot
 
@@ -77,7 +77,7 @@ def chrf_statistics(hypotheses: pa.Array, references: pa.Array, options: ChrfOpt
     np.cumsum(n_refs, out=ref_start[1:])
     lines = pa.concat_arrays([hypotheses.cast(pa.large_string()), flat.cast(pa.large_string())])
     if options.lowercase:
-        lines = _python_lower(lines)
+        lines = python_lower(lines)
     offsets, data = utf8_parts(lines)
 
     per_reference = np.zeros((len(flat), options.width), np.int64)
@@ -97,18 +97,6 @@ def chrf_statistics(hypotheses: pa.Array, references: pa.Array, options: ChrfOpt
     if len(flat) == n:  # one reference a segment
         return per_reference
     return per_reference[_best_references(chrf_scores(per_reference, options), row, ref_start)]
-
-
-def _python_lower(lines: pa.Array) -> pa.Array:
-    """Python's `str.lower` of each line (Arrow's utf8_lower differs from it: final sigma,
-    one-to-many mappings). ASCII lines are lowered by Arrow; the others once per distinct line."""
-    ascii_lines = pc.string_is_ascii(lines)
-    if ascii_lines.false_count == 0:
-        return pc.ascii_lower(lines)
-    other = pc.invert(ascii_lines)
-    encoded = lines.filter(other).dictionary_encode()
-    lowered = pa.array([line.lower() for line in encoded.dictionary.to_pylist()], pa.large_string())
-    return pc.replace_with_mask(pc.ascii_lower(lines), other, lowered.take(encoded.indices))
 
 
 def _best_references(scores: np.ndarray, row: np.ndarray, ref_start: np.ndarray) -> np.ndarray:

@@ -16,11 +16,10 @@ from typing import Any, List, Mapping, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import sacrebleu
 
 from ..errors import UsageError
 from ..settings import BOOLEAN, METRICS, Option
-from .base import Metric, StatColumn, nrefs_label, OptionsText
+from .base import Metric, StatColumn, nrefs_label, OptionsText, sacrebleu_version
 from .ter_kernel import TerOptions, ter_score, ter_statistics
 
 PREFIX = "ter_"
@@ -61,7 +60,7 @@ class Ter(Metric):
             if not isinstance(value, bool):
                 raise UsageError(f"TER's {option.field} must be true or false, not {value!r}")
         self.options = options
-        self.version = version or sacrebleu.__version__
+        self.version = version  # of the sacrebleu that measured saved statistics; None: installed
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], choices: Any = None) -> "Ter":
@@ -103,7 +102,8 @@ class Ter(Metric):
         fields = [("nrefs", nrefs), ("case", "mixed" if o.case_sensitive else "lc"),
                   ("tok", "tercom"), ("norm", "yes" if o.normalized else "no"),
                   ("punct", "no" if o.no_punct else "yes"),
-                  ("asian", "yes" if o.asian_support else "no"), ("version", self.version)]
+                  ("asian", "yes" if o.asian_support else "no"),
+                  ("version", self.version or sacrebleu_version())]
         return "|".join(f"{k}:{v}" for k, v in fields)
 
     def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:

@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Tuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ..compiled import compiled, utf8_parts
+from ..compiled import compiled
+from ..kernels import python_lower
 from ..rows import scored_segments
 from ..tokenizers import split_tokens
 
@@ -142,72 +141,6 @@ def _tercom_distinct_lines(lines: pa.Array, options: TerOptions, passes: int) ->
     for _ in range(passes):
         texts = [tokenizer(text.rstrip()) for text in texts]
     return pa.array(texts, pa.large_string()).take(encoded.indices)
-
-
-def python_lower(lines: pa.Array) -> pa.Array:
-    """`str.lower()` of every line. Arrow's utf8_lower maps one code point to one code point with
-    no context; Python's maps İ to two and Σ by its neighbours (final sigma), and the two
-    disagree on a few code points their Unicode versions lowercase differently. Lines holding
-    one of those are lowered by Python, the others by Arrow."""
-    lowered = pc.utf8_lower(lines)
-    offsets, data = utf8_parts(lines)
-    python = _lines_holding(offsets, data, _lower_mismatches())
-    if python.any():
-        picked = np.flatnonzero(python)
-        texts = [text.lower() for text in lines.take(picked).to_pylist()]
-        lowered = pc.replace_with_mask(lowered, pa.array(python), pa.array(texts, lowered.type))
-    return lowered
-
-
-@lru_cache(maxsize=None)
-def _lower_mismatches() -> np.ndarray:
-    """A table over all code points: True where Python's `str.lower()` and Arrow's utf8_lower
-    may differ (Σ always: Python's depends on its neighbours). Blocks of 256 code points whose
-    lowercasing agrees as whole strings agree code point by code point (Arrow maps each to
-    exactly one); only the blocks that disagree are compared code point by code point."""
-    table = np.zeros(0x110000, np.bool_)
-    table[0x3A3] = True
-    code_points = np.arange(0x110000, dtype="<u4")
-    code_points = code_points[(code_points < 0xD800) | (code_points > 0xDFFF)]
-    text = code_points.tobytes().decode("utf-32-le")
-    blocks = [text[i:i + 256] for i in range(0, len(text), 256)]
-    arrow = pc.utf8_lower(pa.array(blocks, pa.string())).to_pylist()
-    suspects = [i for i, (block, lowered) in enumerate(zip(blocks, arrow)) if block.lower() != lowered]
-    chars = [c for i in suspects for c in blocks[i]]
-    arrow_chars = pc.utf8_lower(pa.array(chars, pa.string())).to_pylist()
-    for c, lowered in zip(chars, arrow_chars):
-        if c.lower() != lowered:
-            table[ord(c)] = True
-    return table
-
-
-@compiled
-def _lines_holding(offsets, data, table):  # pragma: no cover (compiled)
-    """Per line, True when one of its code points (valid UTF-8) is marked in `table`."""
-    n_lines = len(offsets) - 1
-    found = np.zeros(n_lines, np.bool_)
-    for line in range(n_lines):
-        i, end = offsets[line], offsets[line + 1]
-        while i < end:
-            b = np.int64(data[i])
-            if b < 0x80:
-                i += 1
-                continue
-            if b < 0xE0:
-                code, width = b & 0x1F, 2
-            elif b < 0xF0:
-                code, width = b & 0x0F, 3
-            else:
-                code, width = b & 0x07, 4
-            if i + width > end:  # a truncated sequence (not valid UTF-8): nothing to lower
-                break
-            for k in range(1, width):
-                code = code << 6 | (np.int64(data[i + k]) & 0x3F)
-            if table[code]:
-                found[line] = True
-                break
-            i += width
-    return found
 
 
 # -- the edit search -----------------------------------------------------------------------------
