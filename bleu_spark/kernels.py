@@ -23,6 +23,7 @@ from .compiled import utf8_parts
 # only (the tests check every one above), so every import is not a pass over all of Unicode.
 PYTHON_WHITESPACE = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
 
+
 def python_lower(lines: pa.Array) -> pa.Array:
     """Python's `str.lower()` of each line, as sacrebleu lowercases (`lines`: no nulls). Arrow's
     utf8_lower is not it (final sigma, one-to-many mappings, another Unicode version) and fills
