@@ -1,4 +1,5 @@
-"""sacrebleu's tokenizers as Arrow compute kernels: every line of an array in one call per step.
+"""sacrebleu's tokenizers as Arrow compute kernels: every line of an array in one call per step;
+and the lowercasing every metric does before them (`python_lower`).
 
 Each kernel takes lines already lowercased (if asked) and stripped of trailing whitespace, as
 sacrebleu's BLEU hands them to its tokenizer, and returns the tokenized lines, whose
