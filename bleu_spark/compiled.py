@@ -98,10 +98,12 @@ def _define_cache(numba) -> None:
                 source_stamp=self._impl.locator.get_source_stamp())
 
         def load_overload(self, sig, target_context):
-            # numba refreshes the compiler's registries before it loads an entry (a quarter of
-            # a second of a fresh process, most of an executor's first task); a built entry is
+            # numba refreshes the compiler's registries before it loads an entry (a tenth of a
+            # second or more of a fresh process, in an executor's first task); a built entry is
             # machine code loaded whole and needs of that only numba's runtime, which allocates
-            # the arrays the kernels make (compiling refreshes the rest itself).
+            # the arrays the kernels make (compiling refreshes the rest itself). The built
+            # kernels call nothing else refresh registers (no hashing, strings or typed
+            # containers): a kernel that did would need the refresh here.
             from numba.core.runtime import rtsys
 
             rtsys.initialize(target_context)

@@ -2,8 +2,8 @@
 `TER` computes them, for a whole Arrow batch of segments at once.
 
 Preprocessing is sacrebleu's TercomTokenizer: by default the words of a line are its lowercased
-`str.split()` words, found for the whole batch by Arrow and one compiled split (`split_tokens`);
-Python's `str.lower()` is called only for lines holding a code point Arrow lowercases otherwise.
+`str.split()` words, found for the whole batch by Arrow and one compiled split (`split_tokens`),
+lowered as Python lowers them (`kernels.python_lower`: by Arrow where a line is ASCII).
 With `normalized` or `no_punct` sacrebleu's tokenizer runs once per distinct line, and once
 more on a reference's result, as sacrebleu preprocesses references twice.
 

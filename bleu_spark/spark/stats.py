@@ -258,7 +258,7 @@ class _Segments:
         if name is None:
             return None
         if name not in self.signatures:
-            self.signatures[name] = build_tokenizer(name, self.plan.text.spm_model).signature()
+            self.signatures[name] = build_tokenizer(name, _local_model(self.plan.text.spm_model)).signature()
         return self.signatures[name]
 
     def flush(self) -> None:
