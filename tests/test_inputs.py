@@ -267,7 +267,9 @@ def test_scans_split_into_a_few_tasks_per_core_each_with_rows(spark, tmp_path):
 
 
 @pytest.mark.parametrize("scan", ["auto", "spark"])
-def test_an_input_in_fewer_row_groups_than_cores_is_warned_of(spark, tmp_path, monkeypatch, capsys, scan):
+def test_an_input_in_fewer_row_groups_than_cores_is_warned_of_or_cut(spark, tmp_path, monkeypatch, capsys, scan):
+    """Spark's scan reads a row group in one task: fewer row groups than cores idle the others,
+    said before scoring. The workers' own scan cuts the row group into tasks."""
     from bleu_spark.spark import job
 
     monkeypatch.setattr(inputs, "ROWS_PER_TASK", 1_000)      # 8,000 rows: 8 tasks on 2 cores
@@ -282,11 +284,15 @@ def test_an_input_in_fewer_row_groups_than_cores_is_warned_of(spark, tmp_path, m
 
     monkeypatch.setattr(job.Measurement, "__init__", measuring)
     result = run(spark, tmp_path, logs, "one_row_group", scan=scan)  # pyarrow's default: one row group
-    assert "bleu-spark: warning: the input's 8,000 rows are in 1 Parquet row group(s)" in said_before_scoring[0]
     assert result.run["layout"]["input_row_groups"] == 1 and not result.run["layout"]["colocated"]
     assert result.run["layout"]["scan"] == {"auto": "arrow", "spark": "spark"}[scan]
-    assert any("in 1 Parquet row group(s)" in w and "at most 1,000 rows" in w
-               for w in result.run["warnings"]), result.run["warnings"]
+    warned = [w for w in result.run["warnings"] if "in 1 Parquet row group(s)" in w]
+    if scan == "spark":
+        assert "bleu-spark: warning: the input's 8,000 rows are in 1 Parquet row group(s)" in said_before_scoring[0]
+        assert len(warned) == 1 and "at most 1,000 rows" in warned[0], result.run["warnings"]
+    else:
+        assert "row group" not in said_before_scoring[0] and not warned
+        assert result.run["layout"]["scoring_tasks"] == 8 and result.run["tasks"]["completed"] >= 8
     # a DataFrame has no files to count row groups of: scored the same, without the warning
     frame = spark.read.parquet(str(tmp_path / "one_row_group_candidates.parquet"))
     assert [r["score"] for r in score_dataframe(frame)] == [r["score"] for r in result.scores]

@@ -171,8 +171,9 @@ def scoring_input(spark: SparkSession, table: io.InputTable, options, group_cols
 
 
 def few_row_groups(groups: Optional[int], rows: int, parallelism: int) -> list:
-    """A warning when rows scored where they lie sit in fewer row groups than there are cores
-    (a pyarrow or pandas file of up to a million rows is one row group): the other cores idle."""
+    """A warning when rows Spark's scan reads where they lie sit in fewer row groups than there
+    are cores (a pyarrow or pandas file of up to a million rows is one row group): the other
+    cores idle."""
     wanted = scoring_tasks(rows, parallelism)
     if groups is None or groups >= min(parallelism, wanted // TASKS_PER_CORE):
         return []  # small inputs (under a few tasks a core) are not worth a word

@@ -325,12 +325,13 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         input_bytes = scan.bytes if scan else io.input_bytes(table.frame)
         # Spark's scan is split for balance here; an ArrowScan has its tasks already.
         splits = nullcontext() if scan else inputs.splits_sized(spark, rows_read, input_bytes)
-        # Rows scored where they lie are scored by the scan's tasks, one a row group: too few row
-        # groups slow the scoring, said before it (from the footers), not after.
+        # Rows Spark's scan reads where they lie are scored by its tasks, one a row group: too few
+        # row groups slow the scoring, said before it (from the footers), not after. An ArrowScan
+        # cuts row groups into tasks.
         in_place = scan is not None or not (options.references
                                             or options.colocate_references == "always")
         row_groups = scan.row_groups if scan else io.row_groups(options.input) if in_place else None
-        advice = inputs.few_row_groups(row_groups, rows_read, runtime.parallelism(spark))
+        advice = [] if scan else inputs.few_row_groups(row_groups, rows_read, runtime.parallelism(spark))
         for warning in advice:
             print(f"bleu-spark: warning: {warning}", file=sys.stderr, flush=True)
         kernels = compiled.status()

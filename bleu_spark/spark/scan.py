@@ -3,11 +3,13 @@
 Scored where they lie (no join, no segment-key check, no shuffle bringing rows together),
 Spark's part of the pass was a Parquet scan whose rows went to the Python workers as Arrow
 batches: the JVM decoded every string into its row format and then into Arrow again, and each
-run paid for compiling that code and for planning SQL queries. Here each Spark task gets a list
-of Parquet row groups and reads them with pyarrow, straight to Arrow, in the Python worker; the
-tasks are plain RDD tasks (no SQL planning or code generation), and their partial sums are
-merged in a tree (on the executors, then on the driver); through Spark Connect, which has no
-RDDs, they are the tasks of a `mapInArrow` over a DataFrame of task numbers (`runtime/`).
+run paid for compiling that code and for planning SQL queries. Here each Spark task gets a run
+of consecutive rows of the input's Parquet row groups and reads them with pyarrow, straight to
+Arrow, in the Python worker. The tasks are about equal in rows whatever the row groups (a file
+pyarrow or pandas wrote holds up to a million rows in one), plain RDD tasks (no SQL planning
+or code generation), and their partial sums are merged in a tree (on the executors, then on
+the driver); through Spark Connect, which has no RDDs, they are the tasks of a `mapInArrow`
+over a DataFrame of task numbers (`runtime/`).
 Spark schedules and retries the tasks and carries the counters. Its SQL engine lists and
 types the input only where the footers cannot (partition folders, files with different columns
 or types Spark reads its own way, Parquet summary files: `io.footer_schema`); otherwise it is
@@ -20,8 +22,10 @@ and dates). Anything else is read by Spark's scan.
 """
 from __future__ import annotations
 
+import bisect
 import os
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, replace
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote, unquote, urlparse
 
@@ -49,11 +53,15 @@ BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
 @dataclass(frozen=True)
 class Piece:
-    """Row groups of one file, and the values of its partition folders."""
+    """Rows of one file: its row groups `row_groups`, from the `skip`-th row of the first on,
+    `rows` of them (every row of the groups when None), and the values of its partition
+    folders. A piece that starts or ends inside a row group has that one group alone."""
     path: str
     row_groups: Tuple[int, ...]
     folders: Tuple[Tuple[str, object], ...]
-    first_row: int = 0                     # of its first row group, in the file
+    first_row: int = 0                     # its first row's index in the file
+    skip: int = 0
+    rows: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class ArrowScan:
     rows: int                              # every row of the input, from the footers
     bytes: int                             # the input files' size
     row_groups: int                        # the input's Parquet row groups
+    scan_id: str                           # this scan's, so a worker's open reader serves it alone
     spark_schema: T.StructType             # the batches' columns
     file_columns: Tuple[str, ...]          # the columns read from the files
     references_cols: Tuple[str, ...]       # one list column, or string columns of one reference each
@@ -111,7 +120,7 @@ class ArrowScan:
         for task in indices:
             for piece in self.tasks[task]:
                 row = piece.first_row
-                for batch in _read(piece, self.file_columns, self.batch_rows):
+                for batch in _read(piece, self.file_columns, self.batch_rows, self.scan_id):
                     yield self._shaped(batch, piece, schema, row)
                     row += batch.num_rows
 
@@ -183,12 +192,73 @@ class UnreadableFile(Exception):
     """A file whose footer was read but whose pages cannot be: (path, reason)."""
 
 
-def _read(piece: Piece, columns: List[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
+def _read(piece: Piece, columns: List[str], batch_rows: int, scan_id: str) -> Iterator[pa.RecordBatch]:
     try:
-        with pq.ParquetFile(piece.path) as parquet:
-            yield from parquet.iter_batches(batch_rows, piece.row_groups, columns, use_threads=False)
+        if piece.skip == 0 and piece.rows is None:
+            with _opened(piece.path) as parquet:
+                yield from parquet.iter_batches(batch_rows, piece.row_groups, columns, use_threads=False)
+        else:
+            yield from _group_reader(piece, columns, batch_rows, scan_id).rows(piece.skip, piece.rows)
     except (OSError, pa.ArrowException) as exc:
+        _GroupReader.drop()
         raise UnreadableFile(piece.path, " ".join(str(exc).split())[:300]) from None
+
+
+def _opened(path: str) -> pq.ParquetFile:
+    """A local Parquet file read a page at a time: pyarrow's default reads a row group's column
+    chunks whole first (a row group of a million rows held twice in memory, and slower)."""
+    return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+
+
+def _group_reader(piece: Piece, columns: List[str], batch_rows: int, scan_id: str) -> "_GroupReader":
+    """This worker's reader of the piece's row group: the one its last task left open when it
+    has not yet passed the piece's first row, else a new one."""
+    key = (scan_id, piece.path, piece.row_groups[0], tuple(columns), batch_rows)
+    kept = _GroupReader.kept
+    if kept is not None and kept.key == key and kept.position <= piece.skip:
+        return kept
+    _GroupReader.drop()
+    _GroupReader.kept = _GroupReader(key, piece.path, piece.row_groups[0], columns, batch_rows)
+    return _GroupReader.kept
+
+
+class _GroupReader:
+    """One row group read batch by batch from its first row, kept open in the worker between
+    tasks. Parquet cannot start reading inside a row group: a piece that starts at its k-th row
+    decodes the k rows before. A row group bigger than a task is cut into consecutive pieces
+    of consecutive tasks, and a worker runs its tasks in order, so the worker that read one
+    piece reads on to its next one of the group from where it stopped: each worker decodes a
+    row group at most once, however many pieces it is cut into."""
+    kept: Optional["_GroupReader"] = None   # the worker's one reader kept open
+
+    def __init__(self, key: tuple, path: str, group: int, columns: List[str], batch_rows: int):
+        self.key = key
+        self._file = _opened(path)
+        self._batches = self._file.iter_batches(batch_rows, [group], columns, use_threads=False)
+        self.position = 0                   # the row of the group that comes next
+        self._held: Optional[pa.RecordBatch] = None   # a batch's rows not yet given, from `position`
+
+    def rows(self, skip: int, count: int) -> Iterator[pa.RecordBatch]:
+        """`count` rows from the group's `skip`-th row on (not before `position`)."""
+        end = skip + count
+        while self.position < end:
+            batch = self._held if self._held is not None else next(self._batches, None)
+            self._held = None
+            if batch is None:
+                raise OSError(f"row group {self.key[2]} ended at row {self.position}, before row {end}")
+            start = self.position
+            first, stop = max(skip - start, 0), min(end - start, batch.num_rows)
+            if stop < batch.num_rows:
+                self._held = batch.slice(stop)
+            self.position = start + stop
+            if stop > first:
+                yield batch.slice(first, stop - first)
+
+    @classmethod
+    def drop(cls) -> None:
+        if cls.kept is not None:
+            cls.kept._file.close()
+            cls.kept = None
 
 
 def spark_file_uri(path: str) -> str:
@@ -253,13 +323,14 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
                 f"(a type pyarrow reads otherwise, or not in every file)")
     local = options.input[len("file://"):] if options.input.startswith("file://") else options.input
     base = io.hive_base(local) or (local if os.path.isdir(local) else None)
-    pieces, sizes = _pieces(files, footers, folders, base and os.path.abspath(base))
+    groups = _pieces(files, footers, folders, base and os.path.abspath(base))
+    rows = sum(g.rows for g in groups)
     split = user_split_bytes(spark)  # the user's split size is kept, as for Spark's scan
     size = sum(map(os.path.getsize, files))
-    tasks = (-(-size // split) if split
-             else scoring_tasks(sum(sizes), runtime.parallelism(spark)))
+    tasks = -(-size // split) if split else scoring_tasks(rows, runtime.parallelism(spark))
     batch_rows = int(spark.conf.get(BATCH_ROWS, "10000"))
-    return ArrowScan(tasks=_balanced(pieces, sizes, tasks), rows=sum(sizes), bytes=size, row_groups=len(pieces),
+    return ArrowScan(tasks=_cut(groups, tasks), rows=rows, bytes=size,
+                     row_groups=sum(m.num_row_groups for m in footers.values()), scan_id=uuid.uuid4().hex,
                      spark_schema=T.StructType(fields),
                      file_columns=tuple(dict.fromkeys([f.name for f in read] + list(options.references_cols))),
                      references_cols=tuple(options.references_cols), references=plan.references_col,
@@ -267,28 +338,50 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
                      batch_rows=batch_rows if batch_rows > 0 else 10_000, position=position)
 
 
-def _pieces(files, footers, folders, base) -> Tuple[List[Piece], List[int]]:
+def _pieces(files, footers, folders, base) -> List[Piece]:
     """Every row group of every file as a piece, with its partition folders' values typed as
-    Spark types them, and its rows."""
+    Spark types them; empty row groups left out."""
     values = _folder_values(files, base, [f.name for f in folders])
-    first_rows = {f: np.cumsum([0, *(footers[f].row_group(g).num_rows
-                                     for g in range(footers[f].num_row_groups))]) for f in files}
-    pieces = [Piece(f, (g,), tuple((d.name, _typed(values[f].get(d.name), d.dataType)) for d in folders),
-                    int(first_rows[f][g]))
-              for f in files for g in range(footers[f].num_row_groups)]
-    return pieces, [footers[p.path].row_group(p.row_groups[0]).num_rows for p in pieces]
+    pieces = []
+    for f in files:
+        typed = tuple((d.name, _typed(values[f].get(d.name), d.dataType)) for d in folders)
+        first = 0
+        for g in range(footers[f].num_row_groups):
+            rows = footers[f].row_group(g).num_rows
+            if rows:
+                pieces.append(Piece(f, (g,), typed, first, 0, rows))
+            first += rows
+    return pieces
 
 
-def _balanced(pieces: List[Piece], sizes: List[int], tasks: int) -> Tuple[Tuple[Piece, ...], ...]:
-    """Consecutive pieces into at most `tasks` tasks of about equal rows (a row group is read
-    whole), the row groups of one file in a task as one piece."""
-    total = max(sum(sizes), 1)
-    grouped: Dict[int, List[Piece]] = {}
-    for piece, start in zip(pieces, np.cumsum([0, *sizes[:-1]])):
-        task = grouped.setdefault(min(tasks - 1, int(start) * tasks // total), [])
-        if task and task[-1].path == piece.path:
-            task[-1] = Piece(piece.path, task[-1].row_groups + piece.row_groups, piece.folders,
-                             task[-1].first_row)
-        else:
-            task.append(piece)
-    return tuple(tuple(task) for task in grouped.values())
+def _cut(groups: List[Piece], tasks: int) -> Tuple[Tuple[Piece, ...], ...]:
+    """The row groups' rows, in order, cut into at most `tasks` tasks of consecutive rows, as
+    equal as rows go (a row group bigger than a task is cut into pieces, one file's whole row
+    groups in a task are one piece)."""
+    total = sum(g.rows for g in groups)
+    bounds = [t * total // tasks for t in range(tasks + 1)]
+    cut: List[List[Piece]] = [[] for _ in range(tasks)]
+    start = 0
+    for group in groups:
+        at, end = start, start + group.rows
+        while at < end:
+            task = bisect.bisect_right(bounds, at) - 1
+            stop = min(end, bounds[task + 1])
+            skip = at - start
+            whole = stop - at == group.rows
+            _add(cut[task], replace(group, first_row=group.first_row + skip, skip=skip,
+                                    rows=None if whole else stop - at))
+            at = stop
+        start = end
+    return tuple(tuple(pieces) for pieces in cut if pieces)
+
+
+def _add(pieces: List[Piece], piece: Piece) -> None:
+    """A piece appended, joined to the one before when both are whole row groups of one file,
+    one after the other (read by one reader)."""
+    last = pieces[-1] if pieces else None
+    if (last and last.rows is None and piece.rows is None and last.path == piece.path
+            and last.row_groups[-1] + 1 == piece.row_groups[0]):
+        pieces[-1] = replace(last, row_groups=last.row_groups + piece.row_groups)
+    else:
+        pieces.append(piece)
