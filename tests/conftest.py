@@ -13,6 +13,9 @@ SAMPLE = os.path.join(ROOT, "samples", "wmt22_sample.parquet")
 # not a read of other memory), cached apart from the unchecked code. Set before numba loads.
 os.environ.setdefault("NUMBA_BOUNDSCHECK", "1")
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(ROOT, ".pytest_cache", "numba"))
+# The driver JVM's class-data archive of the console script's runs, made by the first of them:
+# the tests' own, not the user's.
+os.environ.setdefault("BLEU_SPARK_CACHE_DIR", os.path.join(ROOT, ".pytest_cache", "bleu-spark"))
 
 # The S3 tests' credentials for moto's server, also those of the tests' Spark Connect server (a
 # platform's server has its own; an upload without any is stored by moto in its aws-chunked framing).

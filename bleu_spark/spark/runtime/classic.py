@@ -13,6 +13,8 @@ from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
+from . import jvm_archive
+
 # One progress view, the job's: Spark's console bars would garble its lines on stderr.
 SETTINGS = {"spark.ui.showConsoleProgress": "false"}
 
@@ -23,8 +25,9 @@ class OnDemandSession:
     alone, and making the session cost the driver about 2 s (docs/benchmarks.md). Stands in for
     the SparkSession wherever one is taken."""
 
-    def __init__(self, context: SparkContext):
+    def __init__(self, context: SparkContext, archive_to_make: Optional[str] = None):
         self.sparkContext = context
+        self._archive_to_make = archive_to_make  # jvm_archive.py: made once this run stops
 
     @cached_property
     def session(self) -> SparkSession:
@@ -42,6 +45,9 @@ class OnDemandSession:
 
     def stop(self) -> None:
         (self.session if self.started else self.sparkContext).stop()
+        if self._archive_to_make:
+            jvm_archive.make_later(self._archive_to_make)
+            self._archive_to_make = None
 
     def __getattr__(self, name):  # what a SparkSession has besides: read, createDataFrame, ...
         if name.startswith("_") or name == "session":  # copy's probes, or a failing session
@@ -68,9 +74,10 @@ def spark_session() -> OnDemandSession:
     # Python workers run the driver's interpreter unless the platform names one
     # (spark.pyspark.python wins over this variable): the bare `python3` on PATH may lack pyarrow.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    _console_jvm_start()
+    archive_to_make = _console_jvm_start()
     try:
-        return OnDemandSession(_quiet(SparkContext.getOrCreate(SparkConf().setAll(SETTINGS.items()))))
+        return OnDemandSession(_quiet(SparkContext.getOrCreate(SparkConf().setAll(SETTINGS.items()))),
+                               archive_to_make)
     except PySparkRuntimeError as exc:
         if exc.getCondition() not in ("MASTER_URL_NOT_SET", "APPLICATION_NAME_NOT_SET"):
             raise
@@ -78,7 +85,7 @@ def spark_session() -> OnDemandSession:
     conf = SparkConf().setAll(SETTINGS.items())
     conf.setIfMissing("spark.master", "local[*]")
     conf.setIfMissing("spark.app.name", "bleu-spark")
-    return OnDemandSession(_quiet(SparkContext.getOrCreate(conf)))
+    return OnDemandSession(_quiet(SparkContext.getOrCreate(conf)), archive_to_make)
 
 
 # Where a user or platform gives the driver JVM options before it starts, besides spark-defaults.
@@ -142,16 +149,20 @@ def console_jvm_options(java_options: str, logging_configured: bool) -> List[str
     return options
 
 
-def _console_jvm_start() -> None:
+def _console_jvm_start() -> Optional[str]:
     """When this process starts the JVM itself (the console script, not spark-submit, whose JVM
     is up before the job), its options go in through SPARK_SUBMIT_OPTS: errors-only logging,
     since Spark's start-up warnings (loopback address, native Hadoop library) come before any
-    setLogLevel could stop them, and the JIT's first tier."""
+    setLogLevel could stop them, the JIT's first tier, and the class-data archive
+    (`jvm_archive.py`). Returns where that archive is to be made, when there is none yet."""
     if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
-        return
-    added = console_jvm_options(_driver_java_options_before_start(), user_log4j_config())
-    options = [os.environ.get("SPARK_SUBMIT_OPTS", ""), *added]
+        return None
+    java_options = _driver_java_options_before_start()
+    added = console_jvm_options(java_options, user_log4j_config())
+    archive, to_make = jvm_archive.jvm_options(java_options)
+    options = [os.environ.get("SPARK_SUBMIT_OPTS", ""), *added, *archive]
     os.environ["SPARK_SUBMIT_OPTS"] = " ".join(options).strip()
+    return to_make
 
 
 def _quiet(context: SparkContext) -> SparkContext:

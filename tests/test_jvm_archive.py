@@ -1,0 +1,90 @@
+"""The driver JVM's class-data archive (`spark/runtime/jvm_archive.py`): used once made, made by
+a process of its own when missing, one maker at a time, never used half-written, and left
+alone where the user or platform says how classes are shared."""
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bleu_spark.spark.runtime import jvm_archive
+from bleu_spark.spark.runtime.jvm_archive import FAILED, QUIET, jvm_options, make_later
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(jvm_archive.CACHE_DIR, str(tmp_path / "cache"))
+    monkeypatch.delenv(jvm_archive.SWITCH, raising=False)
+    return tmp_path / "cache"
+
+
+def test_a_run_maps_the_archive_once_made_and_has_it_made_while_missing(cache, monkeypatch):
+    options, to_make = jvm_options("")
+    assert options == [] and to_make and to_make.startswith(str(cache))
+    assert jvm_archive.archive_path("-Xmx4g") != to_make      # other JVM options: another archive
+    cache.mkdir()
+    open(to_make + FAILED, "w").close()                       # could not be made here: not again
+    assert jvm_options("") == ([], None)
+    os.unlink(to_make + FAILED)
+    open(to_make, "w").close()
+    assert jvm_options("") == ([f"-XX:SharedArchiveFile={to_make}", *QUIET], None)
+    # the user's or platform's own say on class sharing, or the switch: nothing added
+    assert jvm_options("-Xshare:off") == ([], None)
+    assert jvm_options("-XX:SharedArchiveFile=/their/own.jsa") == ([], None)
+    monkeypatch.setenv(jvm_archive.SWITCH, "0")
+    assert jvm_options("") == ([], None)
+
+
+def test_one_maker_at_a_time_and_none_where_the_cache_cannot_be_written(cache, monkeypatch, tmp_path):
+    started = []
+    monkeypatch.setattr(jvm_archive.subprocess, "Popen", lambda argv, **kw: started.append(argv))
+    path = str(cache / "driver-x.jsa")
+    make_later(path)
+    make_later(path)                                          # being made: not a second time
+    assert len(started) == 1 and started[0][-2:] == [path, path + ".lock"]
+    old = time.time() - jvm_archive.STALE_LOCK_SECONDS - 1
+    os.utime(path + ".lock", (old, old))                      # its maker died long ago
+    make_later(path)
+    assert len(started) == 2
+    (tmp_path / "a-file").write_text("")
+    make_later(str(tmp_path / "a-file" / "driver-x.jsa"))     # no folder can be made there
+    assert len(started) == 2
+
+
+@pytest.mark.e2e
+def test_a_run_has_it_made_and_the_next_jvm_maps_it_and_a_cut_short_one_is_refused(cache, tmp_path, monkeypatch):
+    from bleu_spark.spark.runtime.classic import _driver_java_options_before_start
+
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)
+    env = dict(os.environ)
+    path = jvm_archive.archive_path(_driver_java_options_before_start())
+    assert path and not os.path.exists(path)
+    data = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"system": ["A"], "langpair": ["de-en"], "candidate": ["the cat"],
+                             "references": [["the cat"]]}), data)
+    run = subprocess.run([sys.executable, "-m", "bleu_spark", "score", "--input", str(data),
+                          "--output", str(tmp_path / "out")], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "cds" not in run.stdout + run.stderr
+    deadline = time.time() + 240                              # made in the background, niced
+    while (not os.path.exists(path) or os.path.exists(path + ".lock")) and time.time() < deadline:
+        time.sleep(1)
+    assert os.path.exists(path) and not os.path.exists(path + ".lock")
+    assert sorted(os.listdir(cache)) == [os.path.basename(path)]   # no part left, no failure
+    probe = ("from pyspark import SparkContext\n"
+             "from bleu_spark.spark.runtime import classic\n"
+             "spark = classic.spark_session()\n"
+             "maps = open(f'/proc/{SparkContext._gateway.proc.pid}/maps').read()\n"
+             f"print('mapped' if {path!r} in maps else 'not mapped')\n"
+             "spark.stop()\n")
+    mapped = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert mapped.stdout.strip() == "mapped", mapped.stderr
+    cut = str(tmp_path / "cut.jsa")
+    with open(path, "rb") as whole, open(cut, "wb") as part:
+        part.write(whole.read(os.path.getsize(path) // 3))
+    assert jvm_archive._starts_with(path) and not jvm_archive._starts_with(cut)
+    shutil.rmtree(cache)
