@@ -87,4 +87,5 @@ def test_a_run_has_it_made_and_the_next_jvm_maps_it_and_a_cut_short_one_is_refus
     with open(path, "rb") as whole, open(cut, "wb") as part:
         part.write(whole.read(os.path.getsize(path) // 3))
     assert jvm_archive._starts_with(path) and not jvm_archive._starts_with(cut)
+    assert not [f for f in os.listdir(".") if f.startswith("hs_err_pid")]   # its crash report not here
     shutil.rmtree(cache)

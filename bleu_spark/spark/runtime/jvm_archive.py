@@ -158,12 +158,14 @@ def _starts_with(archive: str) -> bool:
     binary = java()
     if binary is None or not os.path.isfile(archive):
         return False
-    try:
-        done = subprocess.run([binary, f"-XX:SharedArchiveFile={archive}", "-Xlog:disable", "-version"],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+    # In a folder of its own: a JVM that crashes writes its report (hs_err_pid*.log) where it runs.
+    with tempfile.TemporaryDirectory(prefix="bleu-spark-archive-check-") as folder:
+        try:
+            done = subprocess.run([binary, f"-XX:SharedArchiveFile={archive}", "-Xlog:disable", "-version"],
+                                  cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
     return done.returncode == 0
 
 
