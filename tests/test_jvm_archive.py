@@ -70,7 +70,7 @@ def test_a_run_has_it_made_and_the_next_jvm_maps_it_and_a_cut_short_one_is_refus
                           "--output", str(tmp_path / "out")], env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "cds" not in run.stdout + run.stderr
-    deadline = time.time() + 240                              # made in the background, niced
+    deadline = time.time() + 240                              # made in the background, on idle CPU
     while (not os.path.exists(path) or os.path.exists(path + ".lock")) and time.time() < deadline:
         time.sleep(1)
     assert os.path.exists(path) and not os.path.exists(path + ".lock")
