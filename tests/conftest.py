@@ -103,6 +103,20 @@ def spark(through_connect, tmp_path_factory):
     session.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def archive_makers_done():
+    """A console run the tests start has the driver JVM's class-data archive made by a process
+    of its own, which outlives the run: the test session waits (a while at most) for it to
+    finish, so that none is left running after the tests."""
+    yield
+    import glob
+    import time
+
+    deadline = time.time() + 300
+    while glob.glob(os.path.join(os.environ["BLEU_SPARK_CACHE_DIR"], "*.lock")) and time.time() < deadline:
+        time.sleep(1)
+
+
 def console_session(spark):
     """The session as the console script has it: on classic Spark a SparkSession made on demand
     over the running SparkContext; through Connect the Connect session itself."""
