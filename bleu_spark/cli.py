@@ -12,6 +12,7 @@ from typing import List, Optional
 from . import __version__
 from . import console, settings, store
 from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
+from .spark.runtime.jvm_archive import SWITCH as ARCHIVE_SWITCH
 
 PROG = console.PROG
 _IMPORTED = time.time()
@@ -335,6 +336,7 @@ _written: List[str] = []   # the output folder, once the run has written it whol
 def _on_stop_signal(signum, frame):
     first = not _received
     _received.append(signum)
+    os.environ[ARCHIVE_SWITCH] = "0"  # a run told to stop starts nothing that outlives it
     if first:  # later ones only wait for the cleanup the first one started
         raise Interrupted(signum)
 

@@ -55,6 +55,19 @@ def test_one_maker_at_a_time_and_none_where_the_cache_cannot_be_written(cache, m
     assert len(started) == 2
 
 
+def test_a_run_told_to_stop_starts_no_maker(cache, monkeypatch):
+    from bleu_spark import cli
+    from bleu_spark.errors import Interrupted
+
+    started = []
+    monkeypatch.setattr(jvm_archive.subprocess, "Popen", lambda argv, **kw: started.append(argv))
+    monkeypatch.setattr(cli, "_received", [])
+    with pytest.raises(Interrupted):
+        cli._on_stop_signal(15, None)                         # SIGTERM, as a scheduler sends it
+    make_later(str(cache / "driver-x.jsa"))                   # the session's stop, after it
+    assert started == [] and not os.path.exists(cache / "driver-x.jsa.lock")
+
+
 @pytest.mark.e2e
 def test_a_run_has_it_made_and_the_next_jvm_maps_it_and_a_cut_short_one_is_refused(cache, tmp_path, monkeypatch):
     from bleu_spark.spark.runtime.classic import _driver_java_options_before_start

@@ -84,7 +84,10 @@ def jvm_options(java_options: str) -> tuple:
 
 def make_later(path: str) -> None:
     """Starts the process that makes the archive at `path`, on its own (it outlives this one),
-    unless another is making it. Nothing is said if it cannot: the run goes on without."""
+    unless another is making it, or the switch was turned off meanwhile (as a stop signal
+    does). Nothing is said if it cannot: the run goes on without."""
+    if os.environ.get(SWITCH) == "0":
+        return
     lock = path + ".lock"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
