@@ -31,7 +31,11 @@ def test_a_run_maps_the_archive_once_made_and_has_it_made_while_missing(cache, m
     assert jvm_options("") == ([], None)
     os.unlink(to_make + FAILED)
     open(to_make, "w").close()
-    assert jvm_options("") == ([f"-XX:SharedArchiveFile={to_make}", *QUIET], None)
+    crash_reports = f"-XX:ErrorFile={cache}/hs_err_pid%p.log"
+    assert jvm_options("") == ([f"-XX:SharedArchiveFile={to_make}", *QUIET, crash_reports], None)
+    theirs = jvm_archive.archive_path("-XX:ErrorFile=/their/crashes.log")    # the user's say on crash reports
+    open(theirs, "w").close()
+    assert jvm_options("-XX:ErrorFile=/their/crashes.log") == ([f"-XX:SharedArchiveFile={theirs}", *QUIET], None)
     # the user's or platform's own say on class sharing, or the switch: nothing added
     assert jvm_options("-Xshare:off") == ([], None)
     assert jvm_options("-XX:SharedArchiveFile=/their/own.jsa") == ([], None)
@@ -101,4 +105,16 @@ def test_a_run_has_it_made_and_the_next_jvm_maps_it_and_a_cut_short_one_is_refus
         part.write(whole.read(os.path.getsize(path) // 3))
     assert jvm_archive._starts_with(path) and not jvm_archive._starts_with(cut)
     assert not [f for f in os.listdir(".") if f.startswith("hs_err_pid")]   # its crash report not here
+    # damaged in place after it was made: the run starts its JVM again without it, and says nothing
+    shutil.copy(cut, path)
+    again = subprocess.run([sys.executable, "-m", "bleu_spark", "score", "--input", str(data),
+                            "--output", str(tmp_path / "out")], cwd=tmp_path, env=env,
+                           capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert "error" not in again.stderr.lower() and not os.path.exists(path)
+    assert not [f for f in os.listdir(tmp_path) if f.startswith("hs_err_pid")]   # in the cache folder
+    deadline = time.time() + 240                              # a new one made, as that run stopped
+    while (not os.path.exists(path) or os.path.exists(path + ".lock")) and time.time() < deadline:
+        time.sleep(1)
+    assert jvm_archive._starts_with(path)
     shutil.rmtree(cache)

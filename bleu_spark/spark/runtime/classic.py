@@ -76,8 +76,7 @@ def spark_session() -> OnDemandSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     archive_to_make = _console_jvm_start()
     try:
-        return OnDemandSession(_quiet(SparkContext.getOrCreate(SparkConf().setAll(SETTINGS.items()))),
-                               archive_to_make)
+        return OnDemandSession(*_context(SparkConf().setAll(SETTINGS.items()), archive_to_make))
     except PySparkRuntimeError as exc:
         if exc.getCondition() not in ("MASTER_URL_NOT_SET", "APPLICATION_NAME_NOT_SET"):
             raise
@@ -86,6 +85,19 @@ def spark_session() -> OnDemandSession:
     conf.setIfMissing("spark.master", "local[*]")
     conf.setIfMissing("spark.app.name", "bleu-spark")
     return OnDemandSession(_quiet(SparkContext.getOrCreate(conf)), archive_to_make)
+
+
+def _context(conf: SparkConf, archive_to_make: Optional[str]):
+    """(the SparkContext, where the class-data archive is to be made as the run stops). Where
+    the JVM would not start with the archive (one damaged since it was made crashes it), it is
+    started again without, the archive removed, and a new one is to be made."""
+    try:
+        return _quiet(SparkContext.getOrCreate(conf)), archive_to_make
+    except PySparkRuntimeError as exc:
+        removed = exc.getCondition() == "JAVA_GATEWAY_EXITED" and jvm_archive.set_aside()
+        if not removed:
+            raise
+    return _quiet(SparkContext.getOrCreate(conf)), removed
 
 
 # Where a user or platform gives the driver JVM options before it starts, besides spark-defaults.

@@ -78,8 +78,33 @@ def jvm_options(java_options: str) -> tuple:
     if path is None:
         return [], None
     if os.path.isfile(path):
-        return [f"-XX:SharedArchiveFile={path}", *QUIET], None
+        return _mapping(path, errors_here="ErrorFile" not in java_options), None
     return [], None if os.path.exists(path + FAILED) else path
+
+
+def _mapping(path: str, errors_here: bool = True) -> List[str]:
+    """The options that map the archive at `path`. A JVM crashing as it starts (an archive
+    damaged since it was made) writes its report into the cache folder, not the user's working
+    folder, unless the user's options say where."""
+    errors = [f"-XX:ErrorFile={os.path.join(os.path.dirname(path), 'hs_err_pid%p.log')}"] if errors_here else []
+    return [f"-XX:SharedArchiveFile={path}", *QUIET, *errors]
+
+
+def set_aside() -> Optional[str]:
+    """After a JVM did not start: the archive this process gave it taken out of its options and
+    removed, if there was one; its path, to make it again."""
+    options = os.environ.get("SPARK_SUBMIT_OPTS", "").split()
+    mapped = [o for o in options if o.startswith("-XX:SharedArchiveFile=" + _cache_dir())]
+    if not mapped:
+        return None  # none, or the user's own
+    path = mapped[-1].split("=", 1)[1]
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    ours = set(_mapping(path))
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(o for o in options if o not in ours)
+    return path
 
 
 def make_later(path: str) -> None:
