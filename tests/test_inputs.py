@@ -292,7 +292,8 @@ def test_an_input_in_fewer_row_groups_than_cores_is_warned_of_or_cut(spark, tmp_
         assert len(warned) == 1 and "at most 1,000 rows" in warned[0], result.run["warnings"]
     else:
         assert "row group" not in said_before_scoring[0] and not warned
-        assert result.run["layout"]["scoring_tasks"] == 8 and result.run["tasks"]["completed"] >= 8
+        completed = result.run["tasks"]["completed"]  # tasks Spark ran, where Spark says (not to Connect's clients)
+        assert result.run["layout"]["scoring_tasks"] == 8 and (completed == runtime.UNAVAILABLE or completed >= 8)
     # a DataFrame has no files to count row groups of: scored the same, without the warning
     frame = spark.read.parquet(str(tmp_path / "one_row_group_candidates.parquet"))
     assert [r["score"] for r in score_dataframe(frame)] == [r["score"] for r in result.scores]

@@ -73,6 +73,7 @@ def test_a_run_told_to_stop_starts_no_maker(cache, monkeypatch):
 
 
 @pytest.mark.e2e
+@pytest.mark.classic  # the console script's own JVM
 def test_a_run_has_it_made_and_the_next_jvm_maps_it_and_a_cut_short_one_is_refused(cache, tmp_path, monkeypatch):
     from bleu_spark.spark.runtime.classic import _driver_java_options_before_start
 
