@@ -1,8 +1,8 @@
 """A class-data archive of the driver JVM (Java's CDS): the classes a run loads from Spark's
 jars, saved once as the JVM lays them out in memory, so that a later JVM the console script
 starts maps them instead of loading and checking thousands of classes. Measured, Spark alone
-(the floor under every run) 1.2-1.8 s shorter than before the archive was made (docs/benchmarks.md, "Tasks cut by rows, and the
-driver JVM's class-data archive").
+(the floor under every run) 1.2-1.8 s shorter than before the archive was made
+(docs/benchmarks.md, "Tasks cut by rows, and the driver JVM's class-data archive").
 
 Made once per Java, Spark install and JVM options, in the user's cache folder
 (`BLEU_SPARK_CACHE_DIR`, else `$XDG_CACHE_HOME/bleu-spark`, else `~/.cache/bleu-spark`), by a
