@@ -41,6 +41,20 @@ def test_a_run_maps_the_archive_once_made_and_has_it_made_while_missing(cache, m
     assert jvm_options("-XX:SharedArchiveFile=/their/own.jsa") == ([], None)
     monkeypatch.setenv(jvm_archive.SWITCH, "0")
     assert jvm_options("") == ([], None)
+    monkeypatch.delenv(jvm_archive.SWITCH)
+    monkeypatch.setenv(jvm_archive.CACHE_DIR, str(cache / "a folder"))  # Spark's launcher would split it
+    assert jvm_options("") == ([], None)
+
+
+def test_the_part_files_of_killed_makers_are_removed(cache):
+    cache.mkdir()
+    path = str(cache / "driver-x.jsa")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    for name in (f"{path}.{dead}.part", f"{path}.{os.getpid()}.part", f"{path}.x.part"):
+        open(name, "w").close()
+    jvm_archive._remove_dead_parts(path)
+    assert sorted(os.listdir(cache)) == sorted([f"driver-x.jsa.{os.getpid()}.part", "driver-x.jsa.x.part"])
 
 
 def test_one_maker_at_a_time_and_none_where_the_cache_cannot_be_written(cache, monkeypatch, tmp_path):

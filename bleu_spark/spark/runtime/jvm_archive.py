@@ -76,7 +76,7 @@ def jvm_options(java_options: str) -> tuple:
         path = archive_path(java_options)
     except OSError:
         return [], None
-    if path is None:
+    if path is None or any(c.isspace() for c in path):  # Spark's launcher splits its options at spaces
         return [], None
     if os.path.isfile(path):
         return _mapping(path, errors_here="ErrorFile" not in java_options), None
@@ -135,6 +135,7 @@ def make(path: str) -> bool:
     """Makes the archive at `path` here and now: a small run in a JVM started as the console
     script starts it, told to write the archive as it exits; checked, then renamed into place.
     True if it was made."""
+    _remove_dead_parts(path)
     part = f"{path}.{os.getpid()}.part"
     given = os.environ.get("SPARK_SUBMIT_OPTS", "")
     os.environ["SPARK_SUBMIT_OPTS"] = " ".join([given, f"-XX:ArchiveClassesAtExit={part}", *QUIET]).strip()
@@ -148,6 +149,21 @@ def make(path: str) -> bool:
     finally:
         if os.path.exists(part):
             os.unlink(part)
+
+
+def _remove_dead_parts(path: str) -> None:
+    """The part files of makers killed before they finished (each about 70 MB, named by the
+    maker's process id), removed."""
+    import glob
+
+    for part in glob.glob(glob.escape(path) + ".*.part"):
+        pid = part[len(path) + 1:-len(".part")]
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            os.unlink(part)
+        except (ValueError, OSError):
+            pass  # not a maker's name, or a process of another user's: left alone
 
 
 def _small_run(work: str) -> None:
