@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from sacrebleu.metrics import BLEU, CHRF
 
-from bleu_spark import cli, console
+from bleu_spark import cli, compiled, console
 from bleu_spark.spark.progress import Progress
 from bleu_spark.scoring import ScoreRow
 from conftest import ROOT
@@ -81,6 +81,24 @@ def test_a_short_pass_shows_its_start_and_its_end():
                         r"group in 0m0\ds", end)
 
 
+def test_rows_of_tasks_run_again_never_make_more_rows_than_the_input():
+    """A lost executor's tasks run again and count their rows again: the running line never
+    says more rows than the input has, and the end line says how many were scored again."""
+    stream, rows = io.StringIO(), SimpleNamespace(value=0)
+    stage = SimpleNamespace(stageId=0, numCompletedTasks=33, numTasks=32)
+    tracker = SimpleNamespace(getActiveStageIds=lambda: [0], getStageInfo=lambda s: stage)
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(accumulator=lambda v: rows,
+                                                         statusTracker=lambda: tracker))
+    with Progress(spark, 1000, 30, stream=stream) as progress:
+        rows.value = 1250
+        line = progress.line()
+        assert line.startswith("bleu-spark: progress: all 1,000 rows scored, adding up"), line
+        assert line.endswith("[stage 0: 32/32 tasks]"), line
+    end = stream.getvalue().splitlines()[-1]
+    assert re.fullmatch(r"bleu-spark: progress: done: all 1,000 rows scored \(250 scored again, by "
+                        r"tasks Spark ran again\) and summed per group in 0m0\ds", end), end
+
+
 def test_a_failed_pass_has_no_end_line_and_interval_0_no_line():
     stream = io.StringIO()
     with pytest.raises(RuntimeError):
@@ -136,6 +154,7 @@ def test_the_console_of_a_short_run_with_two_metrics(tmp_path):
     assert progress[:2] == ["bleu-spark: progress: starting Spark",
                             "bleu-spark: progress: reading the input's Parquet footers"]
     kernels = [l for l in progress[2:-2] if "no kernels built" in l]
+    assert len(kernels) == (0 if compiled.built_here() else 1), progress
     assert progress[2 + len(kernels)] == "bleu-spark: progress: scoring 3 rows, a line every 30 s"
     assert progress[-1].startswith("bleu-spark: progress: done: 3 of 3 rows scored")
     assert len(progress) == 4 + len(kernels) and len(kernels) <= 1

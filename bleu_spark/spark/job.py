@@ -334,7 +334,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         advice = [] if scan else inputs.few_row_groups(row_groups, rows_read, runtime.parallelism(spark))
         for warning in advice:
             print(f"bleu-spark: warning: {warning}", file=sys.stderr, flush=True)
-        kernels = compiled.status()
+        # Said of this install's kernels only where the Python workers run it.
+        kernels = compiled.status() if runtime.runs_workers_here(spark) else None
         if kernels:
             say_progress(kernels, options.progress_seconds)
         with splits, Progress(spark, rows_read, options.progress_seconds,

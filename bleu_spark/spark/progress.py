@@ -4,7 +4,9 @@ far, the share done, and the time left.
 Rows are counted by a counter the partition function adds to as it finishes each batch
 (Spark applies a task's updates when the task ends; `runtime/` gives one for the session's
 mode); the share done comes from the row count of the input, which Parquet footers give before
-the scoring pass starts. Through Spark Connect a pass Spark's scan reads counts no rows, and
+the scoring pass starts. A task Spark runs again (its executor lost with the task's output)
+counts its rows again: the lines never say more rows than the input has, and the end line says
+how many were scored again. Through Spark Connect a pass Spark's scan reads counts no rows, and
 its lines say the tasks done.
 """
 from __future__ import annotations
@@ -72,6 +74,10 @@ class Progress:
         if done is None:
             return (f"bleu-spark: progress: done: the pass over {self.total_rows:,} rows scored "
                     f"and summed per group in {took}")
+        if done > self.total_rows:
+            return (f"bleu-spark: progress: done: all {self.total_rows:,} rows scored "
+                    f"({done - self.total_rows:,} scored again, by tasks Spark ran again) and "
+                    f"summed per group in {took}")
         return (f"bleu-spark: progress: done: {done:,} of {self.total_rows:,} rows "
                 f"scored and summed per group in {took}")
 
@@ -79,9 +85,10 @@ class Progress:
         print(line, file=self.stream, flush=True)
 
     def line(self) -> str:
-        done, elapsed = self.rows.value, time.time() - self._started
+        done, elapsed = min(self.rows.value, self.total_rows), time.time() - self._started
         stages = (self._stages or runtime.StageWatch(self._spark)).active()
-        tasks = ", ".join(f"stage {stage}: {completed}/{total} tasks"
+        # Spark counts a task run again as completed again: never more than the stage has.
+        tasks = ", ".join(f"stage {stage}: {min(completed, total)}/{total} tasks"
                           for stage, completed, total in stages)
         if isinstance(self.rows, runtime.TaskCounter) and not self.rows.counted and stages:
             return (f"bleu-spark: progress: scoring {self.total_rows:,} rows, "

@@ -214,7 +214,8 @@ def run_submit(argv: List[str], env: dict, out: Path, log: Path,
         try:
             while proc.poll() is None:
                 if time.monotonic() - started > SUBMIT_TIMEOUT:
-                    raise TimeoutError(f"spark-submit ran over {SUBMIT_TIMEOUT}s")
+                    tail = Submission(-1, SUBMIT_TIMEOUT, out, log).log_tail(200)
+                    raise TimeoutError(f"spark-submit ran over {SUBMIT_TIMEOUT}s; its log ends:\n{tail}")
                 if watch:
                     watch()
                 time.sleep(0.25)
@@ -424,6 +425,9 @@ def test_cluster_matches_local(cluster, dataset, workdir, local_scores, wall_tim
     info = check_cluster_run(run, cluster, local_scores)
     pythons.check()
     assert info["tasks"]["failed"] == 0, info["tasks"]
+    # The executors run the archive's Python, whose kernels were built: the driver's install
+    # (the tests' own, perhaps an editable one without them) is not theirs to speak for.
+    assert "kernels" not in run.log.read_text(errors="replace"), run.log_tail()
 
 
 class ExecutorKiller:
@@ -524,3 +528,9 @@ def test_killed_executor_matches_local(cluster, dataset, workdir, local_scores, 
     # is gone too, so the next stage's reads fail and Spark reruns both as attempt 1. `failed`
     # must count the failed task attempts of every attempt of the run's stages.
     assert tasks["failed"] >= 1, f"run.json does not record the lost task attempts: {tasks}"
+    # The rerun tasks count their rows again: progress never says more rows than the input has.
+    text = log.read_text(errors="replace")
+    said = [(int(a.replace(",", "")), int(b.replace(",", ""))) for a, b in re.findall(
+        r"progress: (?:done: )?([\d,]+) of ([\d,]+) rows scored", text)]
+    assert all(done <= total for done, total in said), said
+    assert re.search(rf"progress: done: (all {ROWS:,}|[\d,]+ of {ROWS:,}) rows scored", text), text[-3000:]

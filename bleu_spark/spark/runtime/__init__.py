@@ -386,6 +386,16 @@ def describe(spark) -> dict:
             "app_id": spark.sparkContext.applicationId}
 
 
+def runs_workers_here(spark) -> bool:
+    """Whether the Python workers run the driver's own interpreter (so what its install holds,
+    e.g. built kernels, is theirs): not where the platform names another (an archive's
+    `./environment/bin/python`), nor through Connect, whose server says."""
+    if is_connect(spark):
+        return False
+    context = spark.sparkContext
+    return (context.getConf().get("spark.pyspark.python", None) or context.pythonExec) == sys.executable
+
+
 def java_version(spark) -> str:
     if is_connect(spark):  # the server's JVM is not the client's to ask
         return UNAVAILABLE
