@@ -29,6 +29,9 @@ def test_a_run_maps_the_archive_once_made_and_has_it_made_while_missing(cache, m
     cache.mkdir()
     open(to_make + FAILED, "w").close()                       # could not be made here: not again
     assert jvm_options("") == ([], None)
+    day_ago = time.time() - jvm_archive.RETRY_FAILED_SECONDS - 1
+    os.utime(to_make + FAILED, (day_ago, day_ago))            # ... until a day later
+    assert jvm_options("") == ([], to_make)
     os.unlink(to_make + FAILED)
     open(to_make, "w").close()
     crash_reports = f"-XX:ErrorFile={cache}/hs_err_pid%p.log"

@@ -35,7 +35,8 @@ USER_SHARING = ("Xshare", "SharedArchiveFile", "ArchiveClassesAtExit", "SharedCl
                 "DumpLoadedClassList", "AutoCreateSharedArchive")
 QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]  # a JVM that cannot use an archive says so
 STALE_LOCK_SECONDS = 600  # a maker that has not finished by then died
-FAILED = ".failed"  # beside an archive that could not be made (a JVM without the option): not tried again
+FAILED = ".failed"  # beside an archive that could not be made (a JVM without the option, a full disk)
+RETRY_FAILED_SECONDS = 86_400  # tried again a day later: what stopped it may have passed
 
 
 def java() -> Optional[str]:
@@ -80,7 +81,14 @@ def jvm_options(java_options: str) -> tuple:
         return [], None
     if os.path.isfile(path):
         return _mapping(path, errors_here="ErrorFile" not in java_options), None
-    return [], None if os.path.exists(path + FAILED) else path
+    return [], None if _failed_lately(path) else path
+
+
+def _failed_lately(path: str) -> bool:
+    try:
+        return time.time() - os.path.getmtime(path + FAILED) < RETRY_FAILED_SECONDS
+    except OSError:  # none
+        return False
 
 
 def _mapping(path: str, errors_here: bool = True) -> List[str]:
