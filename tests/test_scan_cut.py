@@ -82,6 +82,7 @@ def test_a_worker_reads_on_through_a_cut_row_group_decoding_it_once(one_row_grou
     assert all(p.rows is not None for task in cut for p in task)          # every piece is cut
     one_worker = [read(cut[t]) for t in (0, 2, 4, 6)]                     # a worker's tasks in order
     assert readers == [0]                                                 # one reader, read on
+    assert scan._GroupReader.kept is None                    # and closed once read to the group's end
     assert [v for part in one_worker for v in part] == [
         i for t in (0, 2, 4, 6) for p in cut[t] for i in range(p.first_row, p.first_row + p.rows)]
     other = [read(cut[t]) for t in (1, 3, 5)]                             # the other worker

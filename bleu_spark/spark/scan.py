@@ -198,7 +198,10 @@ def _read(piece: Piece, columns: List[str], batch_rows: int, scan_id: str) -> It
             with _opened(piece.path) as parquet:
                 yield from parquet.iter_batches(batch_rows, piece.row_groups, columns, use_threads=False)
         else:
-            yield from _group_reader(piece, columns, batch_rows, scan_id).rows(piece.skip, piece.rows)
+            reader = _group_reader(piece, columns, batch_rows, scan_id)
+            yield from reader.rows(piece.skip, piece.rows)
+            if reader.position == reader.group_rows:  # read to its end: no task reads on from it
+                _GroupReader.drop()
     except (OSError, pa.ArrowException) as exc:
         _GroupReader.drop()
         raise UnreadableFile(piece.path, " ".join(str(exc).split())[:300]) from None
@@ -224,7 +227,7 @@ def _group_reader(piece: Piece, columns: List[str], batch_rows: int, scan_id: st
 
 class _GroupReader:
     """One row group read batch by batch from its first row, kept open in the worker between
-    tasks. Parquet cannot start reading inside a row group: a piece that starts at its k-th row
+    tasks until read to its end. Parquet cannot start reading inside a row group: a piece that starts at its k-th row
     decodes the k rows before. A row group bigger than a task is cut into consecutive pieces
     of consecutive tasks, and a worker runs its tasks in order, so the worker that read one
     piece reads on to its next one of the group from where it stopped: each worker decodes a
@@ -235,6 +238,7 @@ class _GroupReader:
         self.key = key
         self._file = _opened(path)
         self._batches = self._file.iter_batches(batch_rows, [group], columns, use_threads=False)
+        self.group_rows = self._file.metadata.row_group(group).num_rows
         self.position = 0                   # the row of the group that comes next
         self._held: Optional[pa.RecordBatch] = None   # a batch's rows not yet given, from `position`
 
