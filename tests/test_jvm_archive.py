@@ -49,6 +49,27 @@ def test_a_run_maps_the_archive_once_made_and_has_it_made_while_missing(cache, m
     assert jvm_options("") == ([], None)
 
 
+def test_none_where_a_configuration_folder_with_files_is_on_the_class_path(cache, monkeypatch, tmp_path):
+    for variable in ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR"):
+        monkeypatch.delenv(variable, raising=False)
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(folder))
+    assert jvm_options("")[1] is not None                     # an empty one is no hindrance
+    (folder / "spark-defaults.conf").write_text("spark.master local[1]\n")
+    assert jvm_options("") == ([], None)                      # Java would archive no class
+    monkeypatch.delenv("SPARK_CONF_DIR")
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(folder))
+    assert jvm_options("") == ([], None)
+
+
+def test_the_small_runs_arguments_name_this_machine_last():
+    assert jvm_archive.on_this_machine("") == (
+        "--master local[1] --conf spark.eventLog.enabled=false pyspark-shell")
+    assert jvm_archive.on_this_machine("--master yarn --conf a=b pyspark-shell") == (
+        "--master yarn --conf a=b --master local[1] --conf spark.eventLog.enabled=false pyspark-shell")
+
+
 def test_the_part_files_of_killed_makers_are_removed(cache):
     cache.mkdir()
     path = str(cache / "driver-x.jsa")
@@ -135,4 +156,12 @@ def test_a_run_has_it_made_and_the_next_jvm_maps_it_and_a_cut_short_one_is_refus
     while (not os.path.exists(path) or os.path.exists(path + ".lock")) and time.time() < deadline:
         time.sleep(1)
     assert jvm_archive._starts_with(path)
+    # a maker where the user's arguments name a cluster (here none answers): made on this machine
+    os.unlink(path)
+    lock = str(tmp_path / "lock")
+    open(lock, "w").close()
+    cluster = {**env, "PYSPARK_SUBMIT_ARGS": "--master spark://127.0.0.1:9 pyspark-shell"}
+    maker = subprocess.run([sys.executable, "-m", jvm_archive.__name__, path, lock], env=cluster,
+                           capture_output=True, text=True, timeout=300)
+    assert maker.returncode == 0 and jvm_archive._starts_with(path), maker.stderr[-3000:]
     shutil.rmtree(cache)

@@ -57,8 +57,9 @@ def archive_path(java_options: str) -> Optional[str]:
     from pyspark.find_spark_home import _find_spark_home
 
     binary = java()
-    jars = os.path.join(_find_spark_home(), "jars")
-    if binary is None or not os.path.isdir(jars):
+    home = _find_spark_home()
+    jars = os.path.join(home, "jars")
+    if binary is None or not os.path.isdir(jars) or _folders_with_files_on_class_path(home):
         return None
     key = hashlib.sha256()
     for path in [binary, *sorted(os.path.join(jars, name) for name in os.listdir(jars))]:
@@ -66,6 +67,14 @@ def archive_path(java_options: str) -> Optional[str]:
         key.update(f"{os.path.realpath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     key.update(" ".join(java_options.split()).encode())
     return os.path.join(_cache_dir(), f"driver-{key.hexdigest()[:20]}.jsa")
+
+
+def _folders_with_files_on_class_path(spark_home: str) -> List[str]:
+    """The configuration folders Spark's launcher puts on the JVM's class path that hold files:
+    Java archives no classes from a class path with such a folder (tried)."""
+    folders = [os.environ.get("SPARK_CONF_DIR") or os.path.join(spark_home, "conf"),
+               os.environ.get("HADOOP_CONF_DIR"), os.environ.get("YARN_CONF_DIR")]
+    return [f for f in folders if f and os.path.isdir(f) and os.listdir(f)]
 
 
 def jvm_options(java_options: str) -> tuple:
@@ -147,6 +156,7 @@ def make(path: str) -> bool:
     part = f"{path}.{os.getpid()}.part"
     given = os.environ.get("SPARK_SUBMIT_OPTS", "")
     os.environ["SPARK_SUBMIT_OPTS"] = " ".join([given, f"-XX:ArchiveClassesAtExit={part}", *QUIET]).strip()
+    os.environ["PYSPARK_SUBMIT_ARGS"] = on_this_machine(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
     try:
         with tempfile.TemporaryDirectory(prefix="bleu-spark-archive-") as work:
             _small_run(work)
@@ -157,6 +167,15 @@ def make(path: str) -> bool:
     finally:
         if os.path.exists(part):
             os.unlink(part)
+
+
+def on_this_machine(submit_args: str) -> str:
+    """The user's spark-submit arguments for the small run, kept on this machine whatever master
+    they name (spark-submit takes the last `--master`) and out of their event log: it is nobody's
+    job, on any cluster or history server."""
+    head = submit_args.strip()
+    head = head[:-len("pyspark-shell")].strip() if head.endswith("pyspark-shell") else head
+    return f"{head} --master local[1] --conf spark.eventLog.enabled=false pyspark-shell".strip()
 
 
 def _remove_dead_parts(path: str) -> None:
