@@ -504,3 +504,34 @@ def test_groups_of_several_columns_are_counted_as_groups(open_report, scores):
     report = open_report(rows, group_cols=["langpair", "system", "domain"])
     assert report.texts("#section-0 .summary")[0].startswith(f"{len(rows)} groups")
     assert report.texts("#overview td.label")[0].endswith(" · news")
+
+
+# ---- clusters: what the page says one is ----
+
+def chained_cluster(template):
+    """20 systems whose rank ranges each overlap their neighbours', from 1-2 down to 16-20:
+    one cluster, as bleu_spark.resampling.clusters numbers it."""
+    import numpy as np
+
+    from bleu_spark.resampling.clusters import cluster_numbers
+
+    low = np.array([1] + [max(1, i - 2) for i in range(2, 20)] + [16])
+    high = np.array([2] + [min(20, i + 2) for i in range(2, 20)] + [20])
+    clusters = cluster_numbers(np.arange(20), low, high)
+    return [dict(template, system=f"sys-{i + 1:02d}", score=60.0 - i, rank=i + 1, rank_low=int(low[i]),
+                 rank_high=int(high[i]), cluster=int(clusters[i])) for i in range(20)]
+
+
+@pytest.mark.browser
+def test_the_overview_says_what_a_cluster_is_where_one_chains(open_report, scores):
+    rows = chained_cluster(scores[0])
+    report = open_report(rows, group_cols=GROUP_COLS)
+    cells = report.page.eval_on_selector_all(
+        "#overview td.cell sup.cluster", "sups => sups.map(s => [s.textContent, s.title])")
+    # the best and the worst system: ranges far apart, one cluster
+    assert cells[0] == ["1", "cluster 1, rank range 1–2"] and cells[-1] == ["1", "cluster 1, rank range 16–20"]
+    summary = report.page.inner_text("#overview .summary")
+    assert "not told apart" not in summary
+    assert ("a new cluster starts where every system below has a rank range (over the bootstrap's "
+            "resamples) wholly below the rank range of every system above") in summary
+    assert "Systems of one cluster are not all tied" in summary
