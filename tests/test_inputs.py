@@ -300,3 +300,30 @@ def test_an_input_in_fewer_row_groups_than_cores_is_warned_of_or_cut(spark, tmp_
     assert inputs.few_row_groups(2, 8_000, 2) == []          # one a core
     assert inputs.few_row_groups(1, 3_000, 2) == []          # too small to matter
     assert inputs.few_row_groups(None, 8_000, 2) == []       # not known (remote files)
+
+
+LIST_TYPES = {"large_list": pa.large_list(pa.string()), "fixed_size_list": pa.list_(pa.string(), 2),
+              "list_of_large_string": pa.list_(pa.large_string()),
+              "large_list_of_large_string": pa.large_list(pa.large_string())}
+
+
+@pytest.mark.parametrize("scan", ["auto", "spark"])
+@pytest.mark.parametrize("kind", sorted(LIST_TYPES))
+def test_references_in_any_arrow_list_type_are_read_as_lists(spark, tmp_path, scan, kind):
+    """pyarrow writes its own list types into the footer (large lists, fixed-size lists,
+    large strings): each is read as the list it is, by either scan, with a large_string
+    candidate too, and scored as sacrebleu scores the same lists."""
+    rows = [c for c in CANDIDATES if c["system"] == "A" and c["langpair"] == "de-en"]
+    references = [list(REFS[("de-en", c["seg_id"])]) for c in rows]
+    references[0] = None  # a null list: no_reference, counted and kept for rejected/
+    schema = pa.schema([("system", pa.string()), ("langpair", pa.string()),
+                        ("candidate", pa.large_string()), ("references", LIST_TYPES[kind])])
+    logs = [{**c, "references": r} for c, r in zip(rows, references)]
+    result = run(spark, tmp_path, logs, kind, schema=schema, group_by=("system", "langpair"),
+                 on_invalid="quarantine", scan=scan)
+    assert result.run["layout"]["scan"] == {"auto": "arrow", "spark": "spark"}[scan]
+    assert result.run["rows"]["rejected"] == 1
+    expected = sacrebleu_score([c["candidate"] for c in rows[1:]], references[1:], BleuConfig(), "de-en")
+    assert_matches_sacrebleu(result.scores[0], expected)
+    rejected = pq.read_table(tmp_path / kind / "rejected")
+    assert rejected["reason"].to_pylist() == ["no_reference"]

@@ -151,8 +151,10 @@ class ArrowScan:
         column too) become a list of all of them, null where a row has none (as Spark's
         `array(...)`)."""
         first = batch.column(self.references_cols[0])
-        if len(self.references_cols) == 1 and pa.types.is_list(first.type):
-            return first
+        if len(self.references_cols) == 1 and _is_list(first.type):
+            # pyarrow keeps its large and fixed-size lists in the footer; Spark reads them all
+            # as array<string>, and so do the kernels: one list type from here on.
+            return first.cast(pa.list_(pa.string()))
         n, k = batch.num_rows, len(self.references_cols)
         flat = pa.concat_arrays([batch.column(c).cast(pa.string()) for c in self.references_cols])
         values = flat.take(pa.array((np.arange(k) * n + np.arange(n)[:, None]).ravel()))
@@ -186,6 +188,10 @@ def _buckets(table: pa.Table, keys, buckets: int) -> np.ndarray:
 
     rows = zip(*(table[k].to_pylist() for k in keys))
     return np.array([zlib.crc32(repr(row).encode()) % buckets for row in rows], np.int64)
+
+
+def _is_list(dtype: pa.DataType) -> bool:
+    return pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype)
 
 
 class UnreadableFile(Exception):
