@@ -535,3 +535,48 @@ def test_the_overview_says_what_a_cluster_is_where_one_chains(open_report, score
     assert ("a new cluster starts where every system below has a rank range (over the bootstrap's "
             "resamples) wholly below the rank range of every system above") in summary
     assert "Systems of one cluster are not all tied" in summary
+
+
+# ---- the bar axis fits every bar ----
+
+def bar_geometry(report, chart):
+    """A bar chart's plot area, its bars, whiskers and labels (left, right in pixels), its svg's
+    right edge and its x axis' tick values."""
+    return report.page.evaluate("""id => {
+        const chart = document.getElementById(id);
+        const span = e => { const b = e.getBoundingClientRect(); return [b.left, b.right]; };
+        const all = s => Array.from(chart.querySelectorAll(s));
+        return {plot: span(chart.querySelector(".draglayer .xy .nsewdrag")),
+                svg: span(chart.querySelector("svg.main-svg")),
+                bars: all(".barlayer .point path").map(span),
+                whiskers: all(".errorbar path.xerror").filter(p => p.getAttribute("d")).map(span),
+                labels: all(".annotation").map(span),
+                ticks: all(".xtick text").map(t => parseFloat(t.textContent.replace(/,/g, "")))};
+    }""", chart)
+
+
+@pytest.mark.browser
+def test_the_bar_axis_fits_every_bar_and_label(open_report, shot, scores):
+    # TER of en-zh without --ter-asian-support reached 897.92 on WMT22: bars far past 100,
+    # where lower is better; the other sections keep the axis 0-100.
+    ter = shot.metric_scores("ter", langpairs=["cs-en", "de-en"])
+    ter = [dict(r, ci_low=r["score"] - 2.0, ci_high=r["score"] + 3.0) for r in ter]
+    high = [dict(r, score=s, ci_low=s - 20.0, ci_high=s + 30.0) for r, s in
+            zip((r for r in ter if r["langpair"] == "de-en"), (897.92, 412.5, 150.0, 99.0))]
+    rows = [r for r in ter if r not in high and r["langpair"] == "cs-en"] + high
+    rows += [dict(r, metric="bleu") for r in scores if r["langpair"] == "cs-en"]
+    report = open_report(rows, group_cols=GROUP_COLS)
+    charts = dict(zip((section_title(report, a) for a in report.page.eval_on_selector_all(
+        "section", "ns => ns.map(n => n.id)")), ("bars-0", "bars-1", "bars-2")))
+    for title, chart in charts.items():
+        mine = [r for r in rows if f"{r['langpair']} · {REGISTRY[r['metric']].title}" == title]
+        shape = bar_geometry(report, chart)
+        (left, right), svg_right = shape["plot"], shape["svg"][1]
+        assert len(shape["bars"]) == len(mine) and shape["labels"]
+        for bar_left, bar_right in shape["bars"] + shape["whiskers"]:
+            assert left - 0.5 <= bar_left and bar_right <= right + 0.5, (title, shape)
+        assert all(label_right <= svg_right for _, label_right in shape["labels"]), (title, shape)
+        # numbered from 0 up to the first tick past the longest whisker (927.92: 1000), at most 11 ticks
+        top, ticks = max(r.get("ci_high", r["score"]) for r in mine), shape["ticks"]
+        assert ticks == ([10.0 * i for i in range(11)] if top <= 100 else [100.0 * i for i in range(11)]), \
+            (title, ticks)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from typing import Any, Dict, List, Optional, Sequence
 
 import plotly.graph_objects as go
@@ -13,8 +14,10 @@ from .bands import band_colour
 from .sections import LANGPAIR, Group, Section, group_label, label_columns, metric_name, time_text
 
 BAR_HEIGHT_PX = 30
-AXIS_END = 112     # score units on the bar charts' x axis
-LABEL_ROOM = 30    # score units a bar's label needs right of the bar
+FULL_SCALE = 100.0  # every bar axis reaches this at least, so sections compare at a glance
+TICKS = 10          # at most this many steps between the axis' ticks
+AXIS_PAD = 0.12     # axis share past the last tick (room for the label of a bar that reaches it)
+LABEL_ROOM = 0.30   # axis share a bar's label needs right of the bar
 # Fonts the machine has: the page fetches none.
 FONT_STACK = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', 'Liberation Sans', sans-serif"
 
@@ -41,14 +44,34 @@ def _bar_chart(section: Section, metric) -> Optional[go.Figure]:
         orientation="h", x=[g.score for g in scored], y=labels,
         marker=dict(color=[band_colour(g.score, metric.bands) for g in scored]),
         hovertemplate="%{y}: %{x:.2f}<extra></extra>", error_x=_whiskers(scored))
-    highest = max(_right_end(g) for g in scored)
     return go.Figure(bar, figure_layout(
         height=80 + BAR_HEIGHT_PX * len(scored), bargap=0.25, annotations=_score_labels(scored, labels),
-        # One scale for every section, so bars compare across language pairs; past 100 there is
-        # room for the label right of the longest bar.
-        xaxis=dict(title=metric.title, range=[0, max(AXIS_END, highest + LABEL_ROOM)],
-                   tickvals=list(range(0, 101, 10)), zeroline=True),
+        xaxis=dict(title=metric.title, zeroline=True, **_score_axis(scored)),
         yaxis=dict(autorange="reversed", automargin=True)))
+
+
+def _score_axis(groups: List[Group]) -> Dict[str, Any]:
+    """The x axis' range and ticks: 0 to 100 wherever the section's bars fit (one scale, so
+    bars compare across sections), else as far as its longest bar or whisker (TER passes 100),
+    with room for the label right of the longest bar."""
+    low = min(0.0, min(_left_end(g) for g in groups))
+    highest = max(_right_end(g) for g in groups)
+    step = _tick_step(max(FULL_SCALE, highest) - low)
+    first, last = math.floor(low / step) * step, math.ceil(max(FULL_SCALE, highest) / step) * step
+    span = last - first
+    return dict(range=[first, max(last + AXIS_PAD * span, highest + LABEL_ROOM * span)],
+                tickvals=[first + i * step for i in range(round(span / step) + 1)])
+
+
+def _tick_step(span: float) -> float:
+    """The smallest of 1, 2 and 5 times a power of ten that cuts `span` in at most TICKS steps."""
+    power = 10.0 ** math.floor(math.log10(span / TICKS))
+    return next(power * m for m in (1, 2, 5, 10) if span / (power * m) <= TICKS)
+
+
+def _left_end(group: Group) -> float:
+    """Where a bar or its whisker starts on the x axis, nearest the left."""
+    return min(group.score, group.interval[0]) if group.interval else group.score
 
 
 def _right_end(group: Group) -> float:
