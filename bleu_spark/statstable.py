@@ -289,7 +289,7 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
     columns before any row is read and given to the scan (partitions it excludes are skipped)."""
     import pyarrow.dataset as ds
 
-    store.recover_before_reading(path)  # never a half-committed folder
+    store.check_before_reading(path)  # reads what the log names, changes nothing
     fs, root = store.filesystem(path)
     marker, files = store.read_marker(fs, root), None
     if marker is not None:

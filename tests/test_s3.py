@@ -1,7 +1,8 @@
 """The output on S3, through a real S3 API: moto's server on 127.0.0.1, started once for these
 tests and stopped by its PID. `score` writes `s3a://` (endpoint and path style from
 spark-defaults' `spark.hadoop.fs.s3a.*`, credentials from the AWS variables), `aggregate`
-reads it, a commit killed at any step leaves S3 readable and the next run finishes or undoes it,
+reads it, a commit killed at any step leaves S3 readable (readers change nothing, and need no right to)
+and the next run finishes or undoes it,
 and a finished folder holds exactly the committed Parquet files (rejected rows and segments,
 written by the tasks, included)."""
 import json
@@ -160,6 +161,7 @@ def s3_state(fs, folder):
 
 def test_a_commit_on_s3_killed_before_after_and_in_its_cleanup_is_finished_or_undone(s3):
     from test_commit import NEW, OLD, read_back, write_run
+    from bleu_spark import store
     from bleu_spark.store import manifest
 
     fs = s3["fs"]
@@ -185,10 +187,82 @@ def test_a_commit_on_s3_killed_before_after_and_in_its_cleanup_is_finished_or_un
         process.start()
         process.join(120)
         assert process.exitcode == 77, k
-        got = read_back(folder)  # the reader finishes or undoes it first
+        before = s3_state(fs, f"bucket/kill/k{k}")
+        got = read_back(folder)  # read through the log, nothing changed
+        assert s3_state(fs, f"bucket/kill/k{k}") == before, k
+        store.open_output(folder, ("day",)).abort()  # the next writer finishes or undoes it
         now = s3_state(fs, f"bucket/kill/k{k}")
         which = [name for name, files in expected.items() if files == now]
         assert which and got == data[which[0]], (k, sorted(set(now) ^ set(expected["new"])))
         assert parquet_files(fs, f"bucket/kill/k{k}") == committed_files(folder)
         seen.add(which[0])
     assert seen == {"old", "new"}
+
+
+# --- readers change nothing ---------------------------------------------------------------------
+
+class _ReadOnly(pafs.FileSystemHandler):
+    """S3 with reading allowed and every write or delete denied, as a read-only prefix is."""
+
+    def __init__(self, fs):
+        self.fs = fs
+
+    def _denied(self, *args, **kwargs):
+        raise PermissionError(13, "AccessDenied: read-only prefix")
+
+    get_type_name = lambda self: "read-only-s3"
+    normalize_path = lambda self, path: path
+    equals = lambda self, other: other is self
+    get_file_info = lambda self, paths: self.fs.get_file_info(paths)
+    get_file_info_selector = lambda self, selector: self.fs.get_file_info(selector)
+    open_input_stream = lambda self, p: self.fs.open_input_stream(p)
+    open_input_file = lambda self, p: self.fs.open_input_file(p)
+    create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = _denied
+    delete_file = move = copy_file = open_output_stream = open_append_stream = _denied
+
+
+def _all_objects(fs, folder):
+    out = {}
+    for info in fs.get_file_info(pafs.FileSelector(folder, recursive=True)):
+        if info.type == pafs.FileType.File:
+            with fs.open_input_stream(info.path) as stream:
+                out[info.path] = stream.read()
+    return out
+
+
+def test_readers_of_s3_change_nothing_and_need_no_write_access(s3, spark, monkeypatch):
+    """A prefix without the marker (a `_commits/` and table folders of someone else's), and a
+    result a dead run left files in: read, nothing deleted or written; and read with every
+    write denied."""
+    from test_commit import OLD, read_back, stats_of, write_run
+    from test_readers import DEAD_OWNER
+    from bleu_spark import errors, statstable
+    from bleu_spark.spark.aggregate import read_stats
+
+    fs, dead = s3["fs"], "part-20260101T000000Z-0000abcd-0.parquet"
+    for table in ("scores", "stats", "segments"):
+        with fs.open_output_stream(f"bucket/theirs/{table}/{dead}") as out:
+            pq.write_table(stats_of("Z", "d1"), out)
+    with fs.open_output_stream("bucket/theirs/_commits/p-20260101T000000Z-0000abcd.json") as out:
+        out.write(DEAD_OWNER)
+    write_run("s3://bucket/left/out", *OLD)
+    expected = read_back("s3://bucket/left/out")
+    with fs.open_output_stream(f"bucket/left/out/stats/day=d9/{dead}") as out:
+        pq.write_table(stats_of("Z", "d9"), out)  # its run died before its entry
+    with fs.open_output_stream("bucket/left/out/_commits/p-20260101T000000Z-0000abcd.json") as out:
+        out.write(DEAD_OWNER)
+    before = _all_objects(fs, "bucket/theirs") | _all_objects(fs, "bucket/left")
+
+    def read_all():
+        try:  # someone else's tables read as they are, or refused: either way kept
+            statstable.read("s3://bucket/theirs")
+        except errors.BleuSparkError:
+            pass
+        assert read_back("s3a://bucket/left/out") == expected
+        summed = read_stats(spark, "s3a://bucket/left/out/stats").select(["day", "run"]).to_pylist()
+        assert {(r["day"], r["run"]) for r in summed} == expected
+    read_all()
+    assert _all_objects(fs, "bucket/theirs") | _all_objects(fs, "bucket/left") == before
+    real = pafs.S3FileSystem
+    monkeypatch.setattr(pafs, "S3FileSystem", lambda **kw: pafs.PyFileSystem(_ReadOnly(real(**kw))))
+    read_all()

@@ -28,7 +28,7 @@ def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None
                kept: Optional[Sequence[str]] = None, resample: bool = False) -> pa.Table:
     """Statistics summed per group (`kept`: the group columns asked for; None: all of the
     table's). A segments table's replicate sums are drawn here, per group, when `resample`."""
-    store.recover_before_reading(path)  # never a half-committed folder
+    store.check_before_reading(path)  # reads what the log names, changes nothing
     fs, root = store.filesystem(path)
     marker, folder, table = store.read_marker(fs, root), root, "stats"
     stats_path = path.rstrip("/") + "/stats" if marker else path

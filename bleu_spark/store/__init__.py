@@ -12,12 +12,13 @@ store (S3: `s3://`, `s3a://`, `s3n://`), committed without renaming folders.
   top-level files (`manifest.py` says how entries are ordered when two runs race). A whole
   output's entry replaces everything; a partitioned one, exactly the partitions it wrote.
 - Readers (`statstable.read`, `spark.aggregate.read_stats`, the report, the next run) read the
-  files the entries name (`live_files`), never a folder listing.
+  files the entries name (`live_files`), never a folder listing, and change nothing: a
+  read-only folder or prefix is read as well as any.
 - Then the folder is cleaned up to the log (`recovery.finish`): the top-level files copied in,
   files no entry names any more (superseded, or of runs that died uncommitted) removed, never
-  files of a run still live. Every run and reader does it first (`recover`), so a commit killed
-  at any step is finished (entry written) or undone (not written): each partition of every table
-  whole, old or new. Once a run has ended, the folder's Parquet files are exactly the committed
+  files of a run still live. Every run writing DIR does it first (`recover`), so a commit
+  killed at any step is finished (entry written) or undone (not written): each partition of
+  every table whole, old or new; a reader before then reads the same files through the log. Once a run has ended, the folder's Parquet files are exactly the committed
   ones: a plain reader (`read_parquet('DIR/dashboard/**/*.parquet')`) sees each row once.
 
 On a local disk the commit and the cleanup hold a lock (`DIR/.lock`); on object stores there is
@@ -26,7 +27,7 @@ is adopted by the first run that opens it (an entry naming its files); one it le
 through its folder moves is finished by `legacy.py` first.
 
 Every result holds `_bleu_spark.json` (what wrote it, and how it is partitioned): only such a
-folder, or an empty one, is ever written into.
+folder, or an empty one, is ever written into or cleaned.
 """
 from .commit import PartitionedOutput, WholeOutput, check_output, new_run_id, open_output
 from .filesystems import configure, filesystem, is_s3, settings
@@ -34,11 +35,11 @@ from .layout import read_marker
 from .manifest import live_files
 from .partitions import (PARTITION_TYPES, check_partition_columns, check_partition_names,
                          partition_path, partition_value, partition_values, rows_of, rows_outside)
-from .recovery import recover, recover_before_reading
+from .recovery import check_before_reading, recover
 from .tasks import TableFiles, TaskWriter
 
 __all__ = ["PARTITION_TYPES", "PartitionedOutput", "WholeOutput", "check_output",
            "check_partition_columns", "check_partition_names", "configure", "filesystem", "is_s3",
            "live_files", "new_run_id", "open_output", "partition_path", "partition_value",
-           "partition_values", "read_marker", "recover", "recover_before_reading", "rows_of",
+           "partition_values", "read_marker", "recover", "check_before_reading", "rows_of",
            "rows_outside", "settings", "TableFiles", "TaskWriter"]

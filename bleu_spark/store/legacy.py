@@ -154,9 +154,23 @@ def recover_journals(fs, path: str) -> None:
     if not isinstance(fs, pafs.LocalFileSystem):
         return
     _recover_whole(fs, path)
-    if _journaled_stagings(fs, path):
+    if read_marker(fs, path) is not None and _journaled_stagings(fs, path):
         with _locked(fs, path) as held:
             _recover_partitioned(fs, path, held)
+
+
+def interrupted(fs, path: str) -> str:
+    """What `recover_journals` would replay at `path` ('' for nothing), found without changing
+    anything: a journal in DIR, in a staging folder inside or beside it, or DIR retired beside
+    itself with no DIR left."""
+    if not isinstance(fs, pafs.LocalFileSystem):
+        return ""
+    parent, name = os.path.split(path)
+    found = [*(p for p in _beside(fs, path, "staging") if _read_journal(fs, p) is not None),
+             *([f"{path}/{JOURNAL}"] if _read_journal(fs, path) is not None else []),
+             *([p for p, _ in _journaled_stagings(fs, path)] if read_marker(fs, path) else []),
+             *(p for p in _beside(fs, path, "old") if not _exists(fs, path) and _was_result(fs, p))]
+    return found[0] if found else ""
 
 
 def _journaled_stagings(fs, path: str) -> list:

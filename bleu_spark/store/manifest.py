@@ -26,7 +26,7 @@ from typing import Dict, List, Optional
 
 import pyarrow.fs as pafs
 
-from ..errors import OutputError
+from ..errors import InputNotFoundError, OutputError
 from .filesystems import is_local
 from .layout import RUNS, TABLES, _foreign, json_bytes
 
@@ -202,7 +202,11 @@ def live_files(fs, root: str, table: str) -> Optional[List[str]]:
     an older version wrote and no run of this one has written since (its folders read whole)."""
     from .layout import read_marker
 
-    if not has_log(fs, root):
-        marker = read_marker(fs, root)
-        return [] if marker is not None and marker.get("format_version", 1) >= 2 else None
-    return [f"{root}/{f}" for f in state(fs, root).live(table)]
+    try:
+        if not has_log(fs, root):
+            marker = read_marker(fs, root)
+            return [] if marker is not None and marker.get("format_version", 1) >= 2 else None
+        return [f"{root}/{f}" for f in state(fs, root).live(table)]
+    except OSError as exc:  # a denied or timed-out listing: never read as an empty log
+        raise InputNotFoundError(f"cannot read the commit log of {root}: "
+                                 f"{str(exc).splitlines()[0]}") from None

@@ -1,12 +1,16 @@
-"""After a commit, and before anything reads or writes an output: the folder made to hold exactly
-what its commit log names. The latest entry's top-level files copied into place, files the log
+"""After a commit, and before a run writes an output: the folder made to hold exactly what its
+commit log names. The latest entry's top-level files copied into place, files the log
 no longer names (superseded, or of runs that died uncommitted) removed, entries that hold
 nothing any more dropped. Files of a run still live are never touched.
 
 Why it is safe without a lock (object stores): it lists the tables' files first, then reads the
 pending records, then the entries. A file listed belongs to a run whose pending record was
 written before it; if that record is gone by the second step, the run has committed (its entry
-is there by the third step, and names the file if it is live) or has undone itself."""
+is there by the third step, and names the file if it is live) or has undone itself.
+
+Readers never come here: they read the files the log names (`manifest.live_files`) and change
+nothing, so a read-only folder or prefix can be read; a dead run's leftovers wait for the next
+writer. Only a folder holding this job's marker is ever cleaned: anything else is not ours."""
 from __future__ import annotations
 
 import contextlib
@@ -16,34 +20,45 @@ from typing import Optional
 
 import pyarrow.fs as pafs
 
-from ..errors import OutputError
+from ..errors import InputNotFoundError, OutputError
 from .filesystems import filesystem, is_local
-from .layout import TABLES
-from .legacy import recover_journals
+from .layout import TABLES, read_marker
+from .legacy import interrupted, recover_journals
 from .manifest import (COMMITS, PENDING, STAGED, UNLINKED, State, _step, data_prefix, entries, listing,
                        read_json, staged_name)
 from .owner import _locked, _owner_gone
 
 
 def recover(uri: str) -> None:
-    """The output at `uri` made whole before it is read or written: an older version's half-done
-    commit finished, then `finish`. Live runs' files are left alone."""
+    """The output at `uri` made whole before a run writes it: an older version's half-done
+    commit finished, then `finish`. Live runs' files are left alone; a folder without this job's
+    marker is left as it is (whatever its `_commits/` holds, the run's checks refuse it)."""
     fs, path = filesystem(uri.rstrip("/") or "/")
     try:
         recover_journals(fs, path)
-        if listing(fs, f"{path}/{COMMITS}"):
+        if read_marker(fs, path) is not None and listing(fs, f"{path}/{COMMITS}"):
             with _locked(fs, path):
                 finish(fs, path)
     except OSError as exc:
         raise OutputError(f"cannot finish an interrupted commit of {uri}: {exc}") from None
 
 
-def recover_before_reading(path: str) -> None:
-    """`recover` for a reader given an output folder or its `stats/` folder."""
+def check_before_reading(path: str) -> None:
+    """A reader given an output folder or its `stats/` folder changes nothing. An older
+    version's commit left half done (its journal or retired folder still there) cannot be read
+    without replaying it, which is the next writer's job: refused in one line."""
     path = path.rstrip("/") or "/"
-    recover(path)
-    if os.path.basename(path) == "stats":
-        recover(os.path.dirname(path))
+    folders = [path, os.path.dirname(path)] if os.path.basename(path) == "stats" else [path]
+    for folder in folders:
+        fs, root = filesystem(folder)
+        try:
+            stopped = interrupted(fs, root)
+        except OSError as exc:
+            raise InputNotFoundError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+        if stopped:
+            raise InputNotFoundError(
+                f"{folder} holds a commit an older bleu-spark version left half done ({stopped}); "
+                f"a reader changes nothing: the next run writing {folder} finishes it")
 
 
 def finish(fs, path: str, me: Optional[str] = None) -> State:

@@ -1,0 +1,96 @@
+"""Readers of an output folder change nothing: they read the files its commit log names (a dead
+run's leftovers ignored), a read-only folder included, and a folder without this job's marker is
+never cleaned, by a reader or a writer."""
+import contextlib
+import os
+import random
+import shutil
+import subprocess
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bleu_spark import cli, errors, statstable, store
+from test_commit import NEW, OLD, committed, files_of, in_child, read_back, write_run
+from test_views import measured
+
+DEAD_OWNER = b'{"host": "elsewhere", "pid": 1, "started": 0}\n'
+
+
+def foreign_folder(folder):
+    """A folder of someone else's files, with a `_commits/` of its own: no marker."""
+    stats = measured(random.Random(5), 4, system="A", langpair="en-de")[0]
+    for table in ("scores", "stats", "segments"):
+        os.makedirs(folder / table / "day=1")
+        pq.write_table(stats, folder / table / "day=1" / "mine.parquet")
+        pq.write_table(stats, folder / table / f"part-20260101T000000Z-0000abcd-0.parquet")
+    os.makedirs(folder / "_commits")
+    (folder / "_commits" / "p-20260101T000000Z-0000abcd.json").write_bytes(DEAD_OWNER)
+    (folder / "_commits" / "notes.txt").write_text("mine\n")
+    return str(folder)
+
+
+@pytest.mark.parametrize("where", ["", "/stats"])
+def test_a_reader_of_a_folder_without_the_marker_deletes_nothing(tmp_path, capsys, where):
+    folder = foreign_folder(tmp_path / "theirs")
+    before = files_of(folder)
+    code = cli.main(["aggregate", "--stats", folder + where, "--output", str(tmp_path / "sum")])
+    err = capsys.readouterr().err
+    assert files_of(folder) == before
+    assert code == 0 or (err.startswith("bleu-spark: error: ") and len(err.splitlines()) == 1)
+
+
+@pytest.mark.parametrize("partition_by", [(), ("day",)])
+def test_a_writer_never_cleans_a_folder_without_the_marker(tmp_path, partition_by):
+    folder = foreign_folder(tmp_path / "theirs")
+    before = files_of(folder)
+    with pytest.raises(errors.OutputError, match="holds no earlier bleu-spark result"):
+        store.open_output(folder, partition_by)
+    assert files_of(folder) == before
+
+
+@contextlib.contextmanager
+def read_only(folder):
+    """Nothing in `folder` can be created, changed or removed: immutable for root (whom modes
+    do not stop), else no write permission."""
+    root = os.geteuid() == 0
+    if root and subprocess.run(["chattr", "-R", "+i", folder], capture_output=True).returncode:
+        pytest.skip("no chattr here to make a folder read-only for root")
+    if not root:
+        subprocess.run(["chmod", "-R", "a-w", folder], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-R", "-i", folder] if root else ["chmod", "-R", "u+w", folder],
+                       check=True)
+
+
+@pytest.mark.parametrize("kill_at,expected", [(3, "old"), ("after entry", "new")])
+def test_a_read_only_folder_left_by_a_dead_run_is_read_through_its_log(tmp_path, kill_at, expected):
+    """A run killed before its entry (its files left uncommitted) or after it (superseded files
+    and its staged top-level files left): the reader reads the committed rows, changing nothing;
+    the next writer cleans the folder."""
+    folder = str(tmp_path / "out")
+    write_run(folder, *OLD)
+    want = {"old": read_back(folder)}
+    shutil.copytree(folder, tmp_path / "finished")
+    write_run(str(tmp_path / "finished"), *NEW)
+    want["new"] = read_back(str(tmp_path / "finished"))
+    if kill_at == "after entry":
+        steps = []
+        store.manifest.commit_hook = steps.append
+        try:
+            write_run(str(tmp_path / "count"), *NEW)
+        finally:
+            store.manifest.commit_hook = None
+        kill_at = steps.index("write entry") + (3 if "link entry" in steps else 2)
+    assert in_child(committed, folder, *NEW, ("day",), kill_at=kill_at) == 77
+    before = files_of(folder)
+    with read_only(folder):
+        assert read_back(folder) == want[expected]
+        code = cli.main(["aggregate", "--stats", folder, "--output", str(tmp_path / "sum")])
+        assert code == 0
+    assert files_of(folder) == before
+    store.open_output(folder, ("day",)).abort()  # the next writer cleans up
+    assert files_of(folder) != before and read_back(folder) == want[expected]
