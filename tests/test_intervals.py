@@ -189,7 +189,7 @@ def test_poisson_draws_no_interval_over_one_segment_and_pairs_only_equal_segment
     paired = Resampling(paired_bs=True, paired_ar=True, baseline="Online-B", n_ar_trials=100)
     sample.write.parquet(str(tmp_path / "same"))
     sample.where("seg_id >= 10 or system = 'Online-B'").write.parquet(str(tmp_path / "fewer"))
-    with pytest.raises(UsageError, match="covers other segments than its baseline"):
+    with pytest.raises(UsageError, match="paired tests compare systems on the same segments.*covers other segments than Online-B"):
         run_job(spark, JobOptions(input=str(tmp_path / "fewer"), resampling=paired, progress_seconds=0))
     same = run_job(spark, JobOptions(input=str(tmp_path / "same"), resampling=paired, progress_seconds=0))
     assert len(same.paired) == 2 * (len(same.scores) - 1)

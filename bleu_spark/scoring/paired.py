@@ -9,6 +9,8 @@ import pyarrow as pa
 from .. import metrics, statstable
 from ..resampling import PAIRED_AR, PAIRED_BS, POISSON, Paired, Resampling, poisson_paired_ar, poisson_paired_bs, sacrebleu_paired_ar, sacrebleu_paired_bs
 from ..errors import UsageError
+from ..shown import shown
+from .coverage import check_same_segments
 from .groups import _check_one_measurement, _summed, measured_config
 from .replicates import _sample_matrix, segment_matrix
 from .sets import GroupingSet
@@ -45,6 +47,8 @@ def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Ch
                             f"{', '.join(f'{k}={v}' for k, v in where.items()) or 'the table'}: "
                             f"no paired tests there")
             continue
+        check_same_segments({baseline: base, **systems}, _where(where, metric), "paired tests",
+                            reference=baseline)
         for system, row in sorted(systems.items(), key=lambda kv: str(kv[0])):
             if system == baseline:
                 continue
@@ -54,24 +58,15 @@ def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Ch
     return results, warnings
 
 
-def _check_same_segments(base: dict, row: dict, grouping_set) -> None:
-    """Paired tests compare two systems on the same segments: replicate sums of different
-    segment sets would compare different test sets (the fingerprint sums the segments' hashes)."""
-    same = (base["n_segments"] == row["n_segments"]
-            and base["segment_fingerprint"] == row["segment_fingerprint"])
-    if not same:
-        where = ", ".join(f"{c}={row[c]}" for c in grouping_set)
-        raise UsageError(f"{where} covers other segments than its baseline ({row['n_segments']} "
-                         f"vs {base['n_segments']} segments): paired tests need the same segments; "
-                         f"select the shared ones, or score with --segment-key")
+def _where(where: dict, metric: str) -> str:
+    named = ", ".join(f"{k}={shown(v)}" for k, v in where.items()) or "the table"
+    return f"{named} ({metric})"
 
 
 def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
             grouping_set) -> List[dict]:
     measured = measured_config(config, row)
     poisson = resampling.method == POISSON
-    if poisson:
-        _check_same_segments(base, row, grouping_set)
     asked = [t for t, wanted in ((PAIRED_BS, resampling.paired_bs),
                                  (PAIRED_AR, resampling.paired_ar)) if wanted]
     done = []

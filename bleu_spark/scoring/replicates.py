@@ -13,6 +13,7 @@ from ..resampling import clusters
 from ..resampling import POISSON, Resampling, bootstrap_signature, poisson_interval, sacrebleu_interval_of, sacrebleu_resample_scores, scores_of_sums, with_bootstrap_fields
 from ..errors import UsageError
 from ..shown import shown
+from .coverage import check_same_segments
 from .groups import measured_config, metric_of
 from .sets import GroupingSet
 from .tables import INTERVAL_FIELDS, SEGMENT_ORDER
@@ -59,38 +60,28 @@ def _sign_bootstrap(rows: List[dict], replicates: List, resampling: Resampling) 
             row["signature"] = with_bootstrap_fields(row["signature"], fields)
 
 
-def _add_clusters(rows: List[dict], replicates: List, grouping_set: GroupingSet,
-                  same_draws: bool, system_col: str = "system") -> None:
+def _add_clusters(rows: List[dict], replicates: List, groups: List[dict],
+                  grouping_set: GroupingSet, system_col: str = "system") -> None:
     """Rank ranges and clusters within each comparison group (the paired tests' groups: every
-    group column but the system, per metric); none in a grouping set without systems.
-    `same_draws`: sacrebleu's draws pick segments by position, so they are the same draws for
-    every system only where every system has the same segments (as its paired test asks)."""
+    group column but the system, per metric); none in a grouping set without systems. The
+    systems of a comparison cover the same segments, as for paired tests (`coverage`);
+    `groups[i]` is row i's summed statistics."""
     if system_col not in grouping_set:
         for row in rows:
             row.update(dict.fromkeys(clusters.FIELDS))
         return
     others = [c for c in grouping_set if c != system_col]
     key_of = lambda r: (*(r[c] for c in others), r["metric"])  # noqa: E731
-    if same_draws:
-        _check_same_draws(rows, replicates, key_of, system_col)
+    comparisons: Dict[tuple, dict] = {}
+    for row, group in zip(rows, groups):
+        comparisons.setdefault(key_of(row), {})[row[system_col]] = group
+    for key, systems in comparisons.items():
+        named = ", ".join(f"{c}={shown(v)}" for c, v in zip(others, key)) or "the table"
+        check_same_segments(systems, f"{named} ({key[-1]})", "--clusters")
     clusters.add_clusters(
         rows, replicates, key_of=key_of,
         name_of=lambda r: r[system_col],
         higher_is_better_of=lambda r: metrics.REGISTRY[r["metric"]].higher_is_better)
-
-
-def _check_same_draws(rows: List[dict], replicates: List, key_of, system_col: str) -> None:
-    counts: Dict[tuple, dict] = {}
-    for row, scores in zip(rows, replicates):
-        if scores is not None:
-            counts.setdefault(key_of(row), {})[shown(row[system_col])] = row["n_segments"]
-    for key, by_system in counts.items():
-        if len(set(by_system.values())) > 1:
-            listed = ", ".join(f"{name} {n}" for name, n in sorted(by_system.items()))
-            raise UsageError(f"--clusters with --bootstrap-method sacrebleu: the systems of "
-                             f"{' · '.join(map(shown, key[:-1])) or 'the comparison'} ({key[-1]}) "
-                             f"have different numbers of segments ({listed}), so sacrebleu's draws "
-                             f"would not be the same for all; use --bootstrap-method poisson")
 
 
 def _sample_matrix(sums: pa.Table, column: str, index: int, group: dict, grouping_set,

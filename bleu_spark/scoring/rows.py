@@ -6,7 +6,7 @@ from typing import List, Optional, Sequence
 import pyarrow as pa
 
 from .. import metrics, statstable
-from ..resampling import Resampling, SACREBLEU
+from ..resampling import Resampling
 from .groups import _check_one_measurement, _summed, metric_of
 from .replicates import _add_clusters, _add_intervals, _replicate_scores, _sign_bootstrap
 from .sets import GroupingSet, label
@@ -45,8 +45,7 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Cho
             if resampling.confidence:
                 _add_intervals(scored, replicates, resampling)
             if resampling.clusters:
-                _add_clusters(scored, replicates, grouping_set,
-                              same_draws=resampling.method == SACREBLEU)
+                _add_clusters(scored, replicates, groups, grouping_set)
             _sign_bootstrap(scored, replicates, resampling)
         scored.sort(key=lambda r: (*((r[c] is not None, r[c]) for c in grouping_set),
                                    metrics.order_of(r["metric"])))
