@@ -32,44 +32,61 @@ ISO_639_1 = frozenset("""
 LANGUAGE_ALIASES = {"jpn": "ja", "jp": "ja", "japanese": "ja",
                     "zho": "zh", "chi": "zh", "cmn": "zh", "chinese": "zh",
                     "kor": "ko", "korean": "ko"}
+# ISO 3166-1 alpha-2 region codes (with `uk`, `eu` and `xk`, as locales write them), to tell a
+# region from a language: `zh`, `ja` and `ko` are none, so `en-ko-kr` can only be Korean.
+REGIONS = frozenset("""
+    ad ae af ag ai al am ao aq ar as at au aw ax az ba bb bd be bf bg bh bi bj bl bm bn bo bq br
+    bs bt bv bw by bz ca cc cd cf cg ch ci ck cl cm cn co cr cu cv cw cx cy cz de dj dk dm do dz
+    ec ee eg eh er es et eu fi fj fk fm fo fr ga gb gd ge gf gg gh gi gl gm gn gp gq gr gs gt gu
+    gw gy hk hm hn hr ht hu id ie il im in io iq ir is it je jm jo jp ke kg kh ki km kn kp kr kw
+    ky kz la lb lc li lk lr ls lt lu lv ly ma mc md me mf mg mh mk ml mm mn mo mp mq mr ms mt mu
+    mv mw mx my mz na nc ne nf ng ni nl no np nr nu nz om pa pe pf pg ph pk pl pm pn pr ps pt pw
+    py qa re ro rs ru rw sa sb sc sd se sg sh si sj sk sl sm sn so sr ss st sv sx sy sz tc td tf
+    tg th tj tk tl tm tn to tr tt tv tw tz ua ug uk um us uy uz va vc ve vg vi vn vu wf ws xk ye
+    yt za zm zw""".split())
 _SUBTAGS = re.compile(r"[-_]")
 
 
 def target_language(langpair: Optional[str]) -> str:
     """The target language of a pair, lowercased, as the tokenizer table spells it when it is one
     of its languages: `en-ja`, `EN-JA`, `en_ja`, `en-JP`, `eng-jpn`, `en-US-ja-JP`,
-    `en_US-ja_JP` and `en-ja-JP` all give `ja`; `en-de` gives `de`. '' when the target cannot be
-    told apart from a region (`zh-tw-en-us-x`), or the pair has no separator (or is null)."""
-    halves = _halves(langpair.strip()) if langpair else None
-    if halves is None:
-        return ""
-    target = halves[1].lower()
-    primary = _SUBTAGS.split(target)[0]
-    return LANGUAGE_ALIASES.get(target, LANGUAGE_ALIASES.get(primary, primary))
+    `en_US-ja_JP`, `en-ja-JP`, `en-ko-kr` and `en-zh-Hant-TW` give the language named; `en-de`
+    gives `de`. '' when the target cannot be told apart from a region (`en-pt-br`: Breton or
+    Portuguese), the pair is not tags (`en-ko-KR-x`), has no separator, or is null."""
+    parts = [p.strip() for p in _SUBTAGS.split(langpair.strip())] if langpair else []
+    parts = [p for p in parts if p]  # `en--ja`, `en-ja-`: the separators' doubling says nothing
+    if len(parts) == 2:  # as written: `en-JP`, `en-kr` (Kanuri), `jpn-eng`
+        return _language(parts[1])
+    targets = {_language(target[0]) for target in _readings(parts)}
+    return targets.pop() if len(targets) == 1 else ""
 
 
-def _halves(pair: str) -> Optional[Tuple[str, str]]:
-    """(source, target) of a pair written with `-` or `_` between them and between a language
-    and its region or script (case as written); None when the split is ambiguous."""
-    # Both separators (`en_US-ja_JP`, `en-ja_JP`): the one written once parts the pair, and
-    # when each is written once, the one whose target starts with a language code.
-    mixed = [tuple(pair.split(between)) for between, within in (("-", "_"), ("_", "-"))
-             if pair.count(between) == 1 and within in pair]
-    if mixed:
-        named = [m for m in mixed if _is_language(_SUBTAGS.split(m[1])[0])]
-        return (named or mixed)[0] if len(mixed) == 1 or len(named) == 1 else None
-    parts = _SUBTAGS.split(pair)
-    if len(parts) == 2:
-        return parts[0], parts[1]
-    if len(parts) == 4:   # language-region-language-region
-        return "-".join(parts[:2]), "-".join(parts[2:])
-    if len(parts) == 3:   # `en-zh-cn` or `zh-cn-en`: the language is the part that is one
-        # (`en-ko-KR`: both are codes, and BCP 47 writes the region in capitals)
-        first = _is_language(parts[1]) and not _region_case(parts[1], parts[2])
-        second = _is_language(parts[2]) and not _region_case(parts[2], parts[1])
-        if first != second:
-            return (parts[0], "-".join(parts[1:])) if first else ("-".join(parts[:2]), parts[2])
-    return None
+def _language(code: str) -> str:
+    code = code.lower()
+    return LANGUAGE_ALIASES.get(code, code)
+
+
+def _readings(parts: Sequence[str]) -> List[Sequence[str]]:
+    """The targets of the ways to cut a pair's subtags into two language tags (language, then an
+    optional script, then an optional region); where several remain, those whose target does not
+    start with a part in capitals among parts that are not (`en-pt-BR`: BR is the region)."""
+    cuts = [(parts[:at], parts[at:]) for at in range(1, len(parts))]
+    targets = [target for source, target in cuts if _is_tag(source) and _is_tag(target)]
+    lower = [t for t in targets if not _region_case(t[0], parts)]
+    return lower if len(targets) > 1 and lower else targets
+
+
+def _is_tag(subtags: Sequence[str]) -> bool:
+    """Whether subtags are a language tag as pairs write them: `ja`, `jpn`, `ja-JP`, `zh-Hant-TW`,
+    `es-419` (a 2-letter language must be ISO 639-1 or a spelling of the table's languages)."""
+    language, rest = subtags[0].lower(), [s.lower() for s in subtags[1:]]
+    if not (language.isalpha() and language.isascii()):
+        return False
+    if len(language) == 2 and not _is_language(language) or len(language) == 4 or len(language) > 8:
+        return False
+    if rest and len(rest[0]) == 4 and rest[0].isalpha():  # a script: Hans, Hant, Latn
+        rest = rest[1:]
+    return len(rest) <= 1 and all(r in REGIONS or (len(r) == 3 and r.isdigit()) for r in rest)
 
 
 def _is_language(code: str) -> bool:
@@ -77,8 +94,8 @@ def _is_language(code: str) -> bool:
     return code in ISO_639_1 or (code in LANGUAGE_ALIASES and code != "jp")
 
 
-def _region_case(part: str, other: str) -> bool:
-    return part.isupper() and not other.isupper()
+def _region_case(part: str, parts: Sequence[str]) -> bool:
+    return part.isupper() and not all(p.isupper() for p in parts)
 
 
 def knows_target(langpair: Optional[str]) -> bool:
@@ -102,12 +119,25 @@ def spaceless_warning(langpair: Optional[str], tokenizer: str, n_segments: int,
     if tokenizer != DEFAULT_TOKENIZER or knows_target(langpair) or not n_segments:
         return None
     per_segment = ref_len / n_segments
+    named = sorted(set(_table_languages(langpair)))
+    if named:  # Korean has spaces: its token count would not show it (`en-ko-KR-x`, `en/ko`)
+        return (f"language pair {langpair!r}: its target language could not be told, though it "
+                f"names {', '.join(named)}; scored with {tokenizer} (as target, "
+                f"{', '.join(f'{n} gets {TOKENIZER_BY_TARGET_LANGUAGE[n]}' for n in named)}). Write the pair as "
+                f"source-target (e.g. en-ko, en-ko-KR) or pass --tokenize")
     if per_segment >= FEW_TOKENS_A_SEGMENT:
         return None
     return (f"{subject or f'language pair {langpair!r}'}: its target language could not be told and its "
             f"references have {per_segment:.1f} tokens a segment under {tokenizer} (text without "
             f"spaces?); BLEU counted whole runs of text as words. Write the pair as source-target "
             f"(e.g. en-ja, en-zh, en-ko) or pass --tokenize")
+
+
+def _table_languages(langpair: Optional[str]) -> List[str]:
+    """The tokenizer table's languages a pair's words name, whatever separates them."""
+    words = re.split(r"[^0-9a-z]+", (langpair or "").lower())
+    return [lang for lang in (LANGUAGE_ALIASES.get(w, w) for w in words)
+            if lang in TOKENIZER_BY_TARGET_LANGUAGE]
 
 
 def tokenizer_for(tokenize: str, langpair: Optional[str]) -> str:
