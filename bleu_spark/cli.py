@@ -173,6 +173,9 @@ def effective_settings(args: argparse.Namespace) -> dict:
     if not values["output"] and not values["catalog"]:
         raise UsageError("--output DIR or --catalog DB is required (or both; on the command line "
                          "or in the job file)")
+    for key in ("input", "references", "output"):
+        if isinstance(values[key], str):
+            store.check_uri(f"--{key}", values[key])
     return values
 
 
@@ -226,6 +229,9 @@ def aggregate_options(args: argparse.Namespace):
 
     if not args.output and not args.catalog:
         raise UsageError("--output DIR or --catalog DB is required (or both)")
+    for flag, path in (("--stats", args.stats), ("--output", args.output)):
+        if path:
+            store.check_uri(flag, path)
     # The metrics' options aggregate takes (docs/options.md): those given.
     choices = tuple((o.key, _csv(v) if o.kind == settings.NUMBERS else v)
                     for o in settings.declared() if settings.AGGREGATE in o.commands

@@ -91,6 +91,12 @@ class SparkUnreachableError(BleuSparkError):
     exit_code = 17
 
 
+class CatalogUnavailableError(BleuSparkError):
+    """Spark's catalog (`--catalog`, `--stats-table`) cannot be opened: its metastore's
+    database or service is out of reach, found at the catalog's first use."""
+    exit_code = 18
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: the run stops, removes its files and exits with
     128 + the signal number (130, 143). A BaseException, so no `except Exception` swallows it."""

@@ -30,7 +30,7 @@ Every result holds `_bleu_spark.json` (what wrote it, and how it is partitioned)
 folder, or an empty one, is ever written into or cleaned.
 """
 from .commit import PartitionedOutput, WholeOutput, check_output, new_run_id, open_output
-from .filesystems import configure, filesystem, is_s3, settings
+from .filesystems import check_uri, configure, filesystem, is_s3, settings
 from .layout import read_marker
 from .manifest import live_files
 from .partitions import (PARTITION_TYPES, check_partition_columns, check_partition_names,
@@ -38,8 +38,8 @@ from .partitions import (PARTITION_TYPES, check_partition_columns, check_partiti
 from .recovery import check_before_reading, recover
 from .tasks import TableFiles, TaskWriter
 
-__all__ = ["PARTITION_TYPES", "PartitionedOutput", "WholeOutput", "check_output",
-           "check_partition_columns", "check_partition_names", "configure", "filesystem", "is_s3",
-           "live_files", "new_run_id", "open_output", "partition_path", "partition_value",
-           "partition_values", "read_marker", "recover", "check_before_reading", "rows_of",
-           "rows_outside", "settings", "TableFiles", "TaskWriter"]
+__all__ = ["PARTITION_TYPES", "PartitionedOutput", "WholeOutput", "check_before_reading",
+           "check_output", "check_partition_columns", "check_partition_names", "check_uri",
+           "configure", "filesystem", "is_s3", "live_files", "new_run_id", "open_output",
+           "partition_path", "partition_value", "partition_values", "read_marker", "recover",
+           "rows_of", "rows_outside", "settings", "TableFiles", "TaskWriter"]

@@ -6,17 +6,19 @@ variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `A
 `AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL`), and, set over them, from the run's Spark settings
 `spark.hadoop.fs.s3a.*` (`configure`), so a platform's spark-defaults or `--conf` reach it too.
 Other schemes go to pyarrow's own `FileSystem.from_uri` (hdfs://, gs://, abfs:// as far as the
-installed pyarrow was built with them).
+installed pyarrow was built with them). A path that starts like a URI (`word:`) must be a whole one
+(`check_uri`): `s3a:/bucket/x` is refused, never written as a local folder `s3a:`.
 """
 from __future__ import annotations
 
 import os
+import re
 from typing import Dict, Optional
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import OutputError
+from ..errors import OutputError, UsageError
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
 # spark.hadoop.fs.s3a.<key> -> what it sets on pyarrow's S3FileSystem
@@ -24,6 +26,29 @@ _SPARK_S3A = {"endpoint": "endpoint", "endpoint.region": "region", "path.style.a
               "access.key": "access_key", "secret.key": "secret_key", "session.token": "session_token",
               "connection.ssl.enabled": "ssl"}
 _configured: Dict[str, str] = {}
+# A URI's scheme as RFC 3986 spells it: a path starting so is taken for a URI by Spark and Hadoop.
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(.*)", re.S)
+# Schemes whose empty authority means something: `file:///x`, `hdfs:///x` (the default namenode).
+_EMPTY_AUTHORITY = ("file", "hdfs", "viewfs")
+
+
+def check_uri(what: str, uri: str) -> None:
+    """A path that starts like a URI (`word:`) is a whole one, `scheme://authority/path`, with the
+    bucket or host its scheme needs. Else (`s3a:/b/x`, `s3:b/x`, `s3a://`, `s3:///x`) it would be
+    written as a local folder named `s3a:` while reading like S3, or fail deep in a client."""
+    match = _SCHEME.match(uri)
+    if match is None:
+        return
+    scheme, rest = match[1], match[2]
+    authority, _, path = rest[2:].partition("/") if rest.startswith("//") else (None, "", "")
+    if scheme.lower() == "file":
+        bad = authority != "" or not path
+    else:
+        bad = authority is None or (not authority and scheme.lower() not in _EMPTY_AUTHORITY)
+    if bad:
+        form = "file:///absolute/path" if scheme.lower() == "file" else f"{scheme}://bucket-or-host/path"
+        raise UsageError(f"{what} {uri!r} starts like a URI but is not one: write {form}, or "
+                         f"./{uri} for a local path whose first name holds ':'")
 
 
 def configure(spark_settings: Dict[str, str]) -> None:
@@ -75,6 +100,7 @@ def is_s3(uri: str) -> bool:
 def filesystem(uri: str, given: Optional[Dict[str, str]] = None):
     """(file system, path in it) of `uri`: a local path, `file://`, S3 or another pyarrow scheme.
     `given`: the settings of the driver that planned the run (executors have no Spark conf)."""
+    check_uri("path", uri)
     if is_s3(uri):
         path = uri.split("://", 1)[1]
         try:
