@@ -103,11 +103,34 @@ def test_report_module_does_not_import_pyspark():
 
 
 def test_plotly_is_embedded_once_and_nothing_is_linked(scores):
-    from plotly.offline import get_plotlyjs
+    from bleu_spark.report.plotlyjs import plotly_js
 
     page = render_report(scores, group_cols=GROUP_COLS)
-    assert page.count(get_plotlyjs()[:200]) == 1
+    assert page.count(plotly_js()[:200]) == 1
     assert "<link" not in page and "<script src" not in page
+    assert len(page.encode()) < 1_500_000  # the basic bundle's 1.2 MB, not the full one's 4.8 MB
+
+
+def test_the_vendored_basic_bundle_is_the_plotly_js_the_figures_are_built_for():
+    from plotly.offline import get_plotlyjs_version
+
+    from bleu_spark.report.plotlyjs import basic_bundle, bundle_version, plotly_js
+
+    assert bundle_version(basic_bundle()) == get_plotlyjs_version()
+    assert plotly_js() == basic_bundle() and len(plotly_js()) < 1_300_000
+
+
+def test_another_plotly_gets_its_own_full_bundle(monkeypatch):
+    from plotly.offline import get_plotlyjs
+
+    from bleu_spark.report import plotlyjs
+
+    monkeypatch.setattr(plotlyjs, "get_plotlyjs_version", lambda: "0.0.1")
+    plotlyjs.plotly_js.cache_clear()
+    try:
+        assert plotlyjs.plotly_js() == get_plotlyjs()
+    finally:
+        plotlyjs.plotly_js.cache_clear()
 
 
 # ---- the rendered page ----
@@ -133,6 +156,7 @@ class Opened:
         self.page = browser.new_page(viewport={"width": 1200, "height": 900})
         self.page.on("request", lambda request: self.requests.append(request.url))
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.page.on("console", lambda message: message.type == "error" and self.errors.append(message.text))
         self.page.goto("file://" + str(path), wait_until="load")
 
     def texts(self, selector):
@@ -580,3 +604,44 @@ def test_the_bar_axis_fits_every_bar_and_label(open_report, shot, scores):
         top, ticks = max(r.get("ci_high", r["score"]) for r in mine), shape["ticks"]
         assert ticks == ([10.0 * i for i in range(11)] if top <= 100 else [100.0 * i for i in range(11)]), \
             (title, ticks)
+
+
+# ---- the embedded plotly.js draws every kind of chart ----
+
+@pytest.mark.browser
+def test_the_error_recorder_sees_a_console_error(browser, tmp_path):
+    # `open_report` finds no console error on the report's pages, and would see one.
+    opened = Opened(browser, tmp_path, '<!DOCTYPE html><script>console.error("drawn wrong")</script>')
+    assert opened.errors == ["drawn wrong"]
+    opened.page.close()
+
+
+def drilldown_of(rows, baseline):
+    """Segments of each system: its two worst and 30 points against the baseline."""
+    worst = [dict(langpair=r["langpair"], system=r["system"], candidate=f"segment {i}", sentence_score=5.0 * i)
+             for r in rows for i in range(2)]
+    points = [dict(langpair=r["langpair"], system=r["system"], sentence_score=(7 * i + n) % 100,
+                   baseline_score=(11 * i) % 100) for n, r in enumerate(rows) if r["system"] != baseline
+              for i in range(30)]
+    return {"columns": ["candidate"], "worst": worst, "losses": [], "points": points, "baseline": baseline}
+
+
+@pytest.mark.browser
+def test_every_chart_is_drawn_by_the_embedded_plotly(open_report, scores, sample_rows):
+    from plotly.offline import get_plotlyjs_version
+
+    rows = [dict(r, ci_low=r["score"] - 1.0, ci_high=r["score"] + 1.0) for r in scores if r["langpair"] == "en-de"]
+    history = history_rows(sample_rows, "en-de")
+    report = open_report(rows, group_cols=GROUP_COLS, history=history, time_col="day",
+                         drilldown=drilldown_of(rows, rows[0]["system"]))
+    assert report.page.evaluate("window.Plotly.version") == get_plotlyjs_version()
+    drawn = lambda selector: report.page.eval_on_selector_all(
+        selector, "nodes => nodes.filter(n => n.getAttribute('d') && n.getBoundingClientRect().width > 0).length")
+    assert drawn("#bars-0 .barlayer .point path") == len(rows)
+    assert drawn("#bars-0 .errorbar path.xerror") == len(rows)
+    assert len(report.texts("#bars-0 .annotation-text")) == len(rows)
+    assert drawn("#time-0 .scatterlayer .trace path.js-line") == len({r["system"] for r in history})
+    assert drawn("#scatter-0 .scatterlayer path.point") == 30 * (len(rows) - 1)
+    assert drawn("#scatter-0 .scatterlayer .trace path.js-line") == 1  # the diagonal
+    assert report.count(".chart") == 3 and report.count(".chart:not(:has(.main-svg))") == 0
+    # no page error nor console error: `open_report` checks both as it closes the page

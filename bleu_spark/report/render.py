@@ -4,13 +4,13 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 import jinja2
-from plotly.offline import get_plotlyjs
 
 from ..shown import shown
 from .charts import attach_charts
 from .header import band_notes, partition_facts, run_facts
 from .overview import contents, overview
 from .paired import SIGNIFICANCE, attach_paired, paired_columns
+from .plotlyjs import plotly_js
 from .sections import LANGPAIR, MISSING, TOP, sections_of
 from .segments import attach_segments, segment_columns_of, segment_text
 
@@ -55,6 +55,6 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
         table_cols=[c for c in group_cols if not (by_langpair and c == LANGPAIR)] or group_cols,
         paired_cols=[c for c in paired_columns(paired) if not (by_langpair and c == LANGPAIR)],
         figures={c["id"]: c["figure"] for section in sections for c in section.charts},
-        plotly_js=get_plotlyjs(), missing=MISSING, significance=SIGNIFICANCE, top=TOP,
+        plotly_js=plotly_js(), missing=MISSING, significance=SIGNIFICANCE, top=TOP,
         segment_columns=segment_columns, segment_file=segment_file, segment_text=segment_text,
         segment_baseline=(drilldown or {}).get("baseline"))
