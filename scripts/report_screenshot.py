@@ -5,6 +5,7 @@
     python scripts/report_screenshot.py --overview HTML PNG --max-height 2400  # docs/report-overview.png
     python scripts/report_screenshot.py --many HTML PNG --max-height 3000      # docs/report-200-systems.png
     python scripts/report_screenshot.py --segments HTML PNG --max-height 1500  # docs/report-segments.png
+    python scripts/report_screenshot.py --ter-axis HTML PNG --max-height 3000  # docs/report-ter-axis.png
 
 `--sample` scores every (langpair, system) group of samples/wmt22_sample.parquet in-process
 with `bleu_spark.corpus_bleu` and first renders the report of all 112 groups to HTML.
@@ -12,7 +13,8 @@ with `bleu_spark.corpus_bleu` and first renders the report of all 112 groups to 
 and TER (scored in-process by the metric modules); `--many` renders 200 systems a language pair,
 their scores drawn at random (fields of a real row). `--segments` runs `bleu-spark score
 --segments --report` on the sample's de-en rows against the baseline Online-B and shows the first
-section's segments, one system opened. A page taller than --max-height is cut after
+section's segments, one system opened. `--ter-axis` renders the sample's TER of en-de and en-ja,
+whose scores pass 100 (TER without --ter-asian-support on Japanese). A page taller than --max-height is cut after
 the last section that fits. The browser is Debian's Chromium (/usr/bin/chromium), driven by
 Playwright.
 """
@@ -36,6 +38,7 @@ VIEWPORT = {"width": 1200, "height": 900}
 OVERVIEW_PAIRS = ("de-en", "en-de", "en-ru", "ru-en")  # 14 systems in all, 9 to 11 a pair
 OVERVIEW_METRICS = ("bleu", "chrf", "ter")
 MANY_PAIRS = ("de-en", "en-de", "en-zh")
+TER_AXIS_PAIRS = ("en-de", "en-ja")  # en-ja's TER: 99.44 to 213.97 in the sample
 
 
 def sample_groups(path: str = SAMPLE, langpairs: Optional[Iterable[str]] = None) -> dict:
@@ -207,6 +210,14 @@ def write_segments_report(html_path: str) -> None:
         write(html_path, page.read())
 
 
+def write_ter_axis_report(html_path: str) -> None:
+    from bleu_spark.report import render_report
+
+    scores = metric_scores("ter", langpairs=TER_AXIS_PAIRS)
+    write(html_path, render_report(scores, group_cols=["langpair", "system"],
+                                   title="bleu-spark: WMT22 sample, TER past 100 (en-ja)"))
+
+
 def write(path: str, page: str) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(page)
@@ -268,6 +279,8 @@ def main(argv=None) -> int:
                        help="first write HTML: the overview's rows with rank ranges and clusters")
     first.add_argument("--segments", action="store_true",
                        help="first write HTML: the job's report of the sample's de-en rows with segments")
+    first.add_argument("--ter-axis", action="store_true",
+                       help="first write HTML: the sample's TER of en-de and en-ja, past 100 in en-ja")
     parser.add_argument("--max-height", type=int, default=100_000, help="crop the page to this many pixels")
     args = parser.parse_args(argv)
     if args.sample:
@@ -280,6 +293,8 @@ def main(argv=None) -> int:
         write_clusters_report(args.html)
     elif args.segments:
         write_segments_report(args.html)
+    elif args.ter_axis:
+        write_ter_axis_report(args.html)
     screenshot(args.html, args.png, args.max_height, segments=args.segments)
     print(args.png)
     return 0
