@@ -17,6 +17,7 @@ import pyarrow as pa
 from . import metrics, predicate, record, scoring, segments, settings, statstable, store
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 from .resampling import Resampling
+from .shown import shown
 from .tablenames import check_database_name, check_table_name
 
 ENGINES = settings.option("engine").choices
@@ -40,6 +41,7 @@ class AggregateOptions:
     paired_bs: bool = False                          # paired bootstrap against `baseline`
     baseline: Optional[str] = None
     clusters: bool = False                           # rank ranges and clusters per comparison
+    progress_seconds: float = settings.default("progress_seconds")  # 0: no progress lines
     parsed_where: Optional[predicate.Predicate] = field(init=False, default=None, compare=False, repr=False)
 
     def __post_init__(self):
@@ -60,6 +62,7 @@ class AggregateOptions:
             raise UsageError(f"aggregate does not take {', '.join(others)}: the statistics were "
                              f"measured with theirs")
         metrics.checked_choices(dict(self.choices))
+        settings.check("--progress-seconds", self.progress_seconds)
         Resampling(confidence=self.confidence, paired_bs=self.paired_bs, baseline=self.baseline)
         if self.output and self.stats:
             check_output_apart(self.stats, self.output)
@@ -165,11 +168,13 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
     if options.catalog:  # its tables checked before the folder is made
         from .spark.catalog import CatalogSink
 
-        tables = CatalogSink(spark, options.catalog, (), run_id).open()
+        tables = CatalogSink(spark, options.catalog, (), run_id, command="aggregate").open()
     output = store.open_output(options.output, (), run_id) if options.output else None
     try:
         stats = _read(options, spark)
         statstable.check_measurement(stats)
+        rows = {"scored": statstable.counted_once(stats, "n_segments"),
+                "rejected": statstable.counted_once(stats, "n_rejected")}
         sets = grouping_sets(options, stats)
         if options.clusters:
             scoring.check_clusters(sets)
@@ -182,11 +187,12 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
         config = metrics.checked_choices(  # against each distinct measurement, not each group
             dict(options.choices), stats.select(measured).group_by(measured).aggregate([]).to_pylist())
         scores = scoring.score_sets(stats, sets, config, resampling)
-        paired, warnings = None, []
+        paired, warnings = None, metric_coverage_warnings(stats, finest)
         if options.paired_bs:
-            paired, warnings = scoring.paired_rows(stats, sets, config, resampling)
+            paired, missing = scoring.paired_rows(stats, sets, config, resampling)
             resampling.check_baseline(statstable.scored_values(stats, "system"))
-        run = run_record(options, config, stats, scores, sets, run_id, warnings)
+            warnings += missing
+        run = run_record(options, config, rows, scores, sets, run_id, warnings)
         if spark is not None:  # which Spark read the statistics: classic or Connect
             from .spark.runtime import describe
 
@@ -209,6 +215,7 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
             output.commit(run)
         if tables:
             run["catalog_tables"] = tables.commit()
+            run.setdefault("timings", {"total_s": time.time() - started})  # no folder: for the console
         return AggregateResult(scores, run, stats, paired)
     except BaseException:
         if output:
@@ -236,35 +243,69 @@ def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[Res
 
 
 def _read(options: AggregateOptions, spark) -> pa.Table:
-    if not options.on_spark:
-        stats = statstable.read(options.stats, options.parsed_where)
-    elif options.stats_table:
-        from .spark.aggregate import read_stats_table
-
-        stats = read_stats_table(spark, options.stats_table, options.parsed_where,
-                                 options.kept_columns, options.resamples)
-    else:
-        from .spark.aggregate import read_stats
-
-        stats = read_stats(spark, options.stats, options.parsed_where, options.kept_columns,
-                           options.resamples)
+    stats = _read_on_spark(options, spark) if options.on_spark else statstable.read(
+        options.stats, options.parsed_where)
     if options.parsed_where is not None and stats.num_rows == 0:
         raise EmptySelectionError(f"--where selects no rows of {options.source} (columns it "
                                   f"names: {', '.join(options.parsed_where.columns())})")
     return stats
 
 
-def run_record(options: AggregateOptions, config: dict, stats: pa.Table, scores: List[dict], sets,
+def run_record(options: AggregateOptions, config: dict, rows: dict, scores: List[dict], sets,
                run_id: str, warnings: Sequence[str] = ()) -> dict:
+    """`rows`: the rows the statistics stand for, scored and rejected, each counted once."""
     return {
         **record.started(run_id, "aggregate"), "stats": options.source, "output": options.output,
         "catalog": options.catalog,
         "where": options.where, "engine": "spark" if options.on_spark else "local",
         **record.grouping(dict.fromkeys(c for s in sets for c in s), sets),
         "config": metrics.config_record(config),
-        "rows": {"scored": sum(stats["n_segments"].to_pylist()),
-                 "rejected": sum(stats["n_rejected"].to_pylist())},
+        "rows": dict(rows),
         "groups": len(scores),
         "warnings": list(warnings),
         "versions": record.versions(),
     }
+
+
+def _read_on_spark(options: AggregateOptions, spark) -> pa.Table:
+    """Statistics read, filtered and summed on Spark: the step of an aggregate that takes
+    seconds, said in a progress line (the local engine's second or two says nothing)."""
+    from .spark.progress import say  # imports no pyspark
+
+    say(f"reading and summing the statistics of {options.source} on Spark", options.progress_seconds)
+    if options.stats_table:
+        from .spark.aggregate import read_stats_table
+
+        return read_stats_table(spark, options.stats_table, options.parsed_where,
+                                options.kept_columns, options.resamples)
+    from .spark.aggregate import read_stats
+
+    return read_stats(spark, options.stats, options.parsed_where, options.kept_columns,
+                      options.resamples)
+
+
+def metric_coverage_warnings(stats: pa.Table, finest: Sequence[str]) -> List[str]:
+    """A line per metric whose statistics cover other segments (count or fingerprint) than the
+    metric covering the most, in some group: nights scored with other --metrics, summed. Each
+    metric's scores stay exact for the rows it has, so they are shown, said once per metric.
+    `stats`: summed per the finest group and measurement."""
+    per_group: dict = {}
+    for row in stats.select([*finest, "metric", "n_segments", "segment_fingerprint"]).to_pylist():
+        counts = per_group.setdefault(tuple(row[c] for c in finest), {})
+        n, fingerprint = counts.get(row["metric"], (0, 0))
+        counts[row["metric"]] = (n + (row["n_segments"] or 0),
+                                 fingerprint + (row["segment_fingerprint"] or 0))
+    names = sorted({m for counts in per_group.values() for m in counts}, key=metrics.order_of)
+    totals = {m: sum(c.get(m, (0, 0))[0] for c in per_group.values()) for m in names}
+    most = max(names, key=lambda m: (totals[m], -metrics.order_of(m)), default=None)
+    lines = []
+    for name in names:
+        differs = [k for k, c in per_group.items() if c.get(name, (0, 0)) != c.get(most, (0, 0))]
+        if differs:
+            where = ", ".join(f"{c}={shown(v)}" for c, v in zip(finest, differs[0])) or "the table"
+            lines.append(f"{name} covers other segments than {most} ({totals[name]} vs "
+                         f"{totals[most]} segments; first in {where}): the statistics summed were "
+                         f"measured with other --metrics, so their scores are not of the same "
+                         f"rows; select rows scored with the same --metrics with --where to "
+                         f"compare them")
+    return lines

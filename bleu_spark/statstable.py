@@ -184,6 +184,21 @@ def check_measurement(table: pa.Table) -> None:
         raise IncompatibleStatisticsError(f"statistics of {'; '.join(problems)}")
 
 
+def counted_once(table: pa.Table, column: str) -> int:
+    """A count (`n_segments`, `n_rejected`) of the rows the statistics stand for, each row once
+    however many metrics measured it: a run writes a statistics row per group and metric, each
+    with the group's count, so per group (at the table's grain) the count of its metric that
+    covers the most, summed over groups."""
+    keys = group_columns_of(table)
+    per_metric = table.group_by([*keys, "metric"], use_threads=False).aggregate([(column, "sum")])
+    most = pc.fill_null(per_metric[f"{column}_sum"], 0)
+    if not keys:
+        return pc.max(most).as_py() or 0
+    most = per_metric.select(keys).append_column("_n", most).group_by(
+        keys, use_threads=False).aggregate([("_n", "max")])["_n_max"]
+    return pc.sum(most).as_py() or 0
+
+
 def scored_values(table: pa.Table, column: str) -> set:
     """The values of `column` in groups with scored segments (e.g. the systems a paired test
     can compare)."""

@@ -93,3 +93,89 @@ def test_systems_of_the_same_segments_are_compared(tmp_path, capsys, asked):
     rows = json.loads((tmp_path / "out" / "scores.json").read_text(encoding="utf-8"))
     if "--clusters" in asked:
         assert all(r["rank"] is not None for r in rows)
+
+
+# --- metrics measured over other nights ------------------------------------------------------
+
+def nights(*plan):
+    """Segment rows of systems A and B, a night per (day, seg_ids, metrics) of `plan`."""
+    return [segment_rows(system, seg_ids, names, day=day)
+            for day, seg_ids, names in plan for system in ("A", "B")]
+
+
+def summed_stats(table: pa.Table) -> pa.Table:
+    """The stats/ table a score run grouped by system and day would write for these segments."""
+    return statstable.summed(table, ["system", "day", *statstable.MEASUREMENT])
+
+
+def save_stats(folder, table) -> str:
+    out = store.open_output(str(folder))
+    out.write_table("stats", table)
+    out.commit({"run_id": out.run_id})
+    return str(folder)
+
+
+@pytest.mark.parametrize("plan,lines", [
+    # a metric added in the middle of the week: chrF over half of BLEU's segments
+    ([(1, ALL, ("bleu",)), (2, list(range(40, 80)), ("bleu", "chrf"))],
+     ["chrf covers other segments than bleu (80 vs 160 segments; first in system=A)"]),
+    # as many segments, but other ones: the fingerprint tells them apart
+    ([(1, ALL, ("bleu",)), (2, list(range(40, 80)), ("chrf",))],
+     ["chrf covers other segments than bleu (80 vs 80 segments; first in system=A)"]),
+    # two metrics short of the third, each on its own line
+    ([(1, ALL, ("bleu", "chrf", "ter")), (2, list(range(40, 60)), ("bleu",))],
+     ["chrf covers other segments than bleu (80 vs 120 segments; first in system=A)",
+      "ter covers other segments than bleu (80 vs 120 segments; first in system=A)"]),
+], ids=["added", "swapped", "two-short"])
+@pytest.mark.parametrize("table", ["segments", "stats"])
+def test_metrics_measured_over_other_nights_are_said_one_line_each(tmp_path, capsys, plan, lines,
+                                                                   table):
+    rows = pa.concat_tables(nights(*plan), promote_options="default")
+    stats = (save(tmp_path / "saved", rows) if table == "segments"
+             else save_stats(tmp_path / "saved", summed_stats(rows)))
+    code, out, err = aggregate(capsys, stats, tmp_path / "out", "--group-by", "system")
+    assert code == 0, err
+    said = [line for line in err.splitlines() if line.startswith("bleu-spark: warning: ")]
+    assert [w.split(": ", 2)[2].split("):")[0] + ")" for w in said] == lines
+    run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
+    assert [w.split("):")[0] + ")" for w in run["warnings"]] == lines
+
+
+@pytest.mark.parametrize("table", ["segments", "stats"])
+def test_metrics_of_the_same_nights_are_not_warned_about(tmp_path, capsys, table):
+    rows = pa.concat_tables(nights((1, ALL, ("bleu", "chrf")), (2, list(range(40, 60)), ("bleu", "chrf"))),
+                            promote_options="default")
+    stats = (save(tmp_path / "saved", rows) if table == "segments"
+             else save_stats(tmp_path / "saved", summed_stats(rows)))
+    code, out, err = aggregate(capsys, stats, tmp_path / "out", "--group-by", "system")
+    assert code == 0 and "warning" not in err, err
+
+
+# --- rows counted once, whatever the number of metrics ---------------------------------------
+
+@pytest.mark.parametrize("group_by", ["system", "", "system,day"])
+@pytest.mark.parametrize("table", ["segments", "stats"])
+def test_rows_are_counted_once_however_many_metrics_measured_them(tmp_path, capsys, table,
+                                                                  group_by):
+    """Two systems x (40 + 20) segments, measured by 4 metrics on the first night and 1 on the
+    second: 120 rows, not 4 x 80 + 40."""
+    rows = pa.concat_tables(nights((1, ALL, ("bleu", "chrf", "chrf++", "ter")),
+                                   (2, list(range(40, 60)), ("bleu",))), promote_options="default")
+    stats = (save(tmp_path / "saved", rows) if table == "segments"
+             else save_stats(tmp_path / "saved", summed_stats(rows)))
+    code, out, err = aggregate(capsys, stats, tmp_path / "out", "--group-by", group_by)
+    assert code == 0, err
+    assert "segments: scored 120, rejected 0" in out
+    run = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
+    assert run["rows"] == {"scored": 120, "rejected": 0}
+
+
+def test_rejected_rows_are_counted_once_too(tmp_path, capsys):
+    rows = summed_stats(pa.concat_tables(nights((1, ALL, ("bleu", "chrf", "ter"))),
+                                         promote_options="default"))
+    rows = rows.set_column(rows.schema.get_field_index("n_rejected"), "n_rejected",
+                           pa.array([3] * rows.num_rows, pa.int64()))
+    code, out, err = aggregate(capsys, save_stats(tmp_path / "saved", rows), tmp_path / "out",
+                               "--group-by", "system")
+    assert code == 0, err
+    assert "segments: scored 80, rejected 6" in out
