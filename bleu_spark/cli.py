@@ -243,7 +243,10 @@ def aggregate_options(args: argparse.Namespace):
                             where=args.where, report=bool(args.report), engine=args.engine,
                             choices=choices,
                             confidence=bool(args.confidence), paired_bs=bool(args.paired_bs),
-                            baseline=args.baseline, clusters=bool(args.clusters))
+                            baseline=args.baseline, clusters=bool(args.clusters),
+                            progress_seconds=(settings.default("progress_seconds")
+                                              if args.progress_seconds is None
+                                              else args.progress_seconds))
 
 
 def run_score(args: argparse.Namespace) -> int:
@@ -292,8 +295,10 @@ def run_aggregate(args: argparse.Namespace) -> int:
         _configure_storage()
     spark = None
     if options.on_spark:
+        from .spark.progress import say as say_progress
         from .spark.runtime import start as spark_session
 
+        say_progress("starting Spark", options.progress_seconds)
         spark = spark_session()
         install_signal_handlers()
     try:

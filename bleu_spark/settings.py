@@ -137,8 +137,9 @@ RUN_OPTIONS = (
     Option("on_invalid", STRING, "fail", choices=("fail", "quarantine"),
            help="unscorable rows: stop (fail, default) or write them to DIR/rejected/"),
     Option("progress_seconds", NUMBER, 30.0, metavar="S", bounds=(False, 0, threading.TIMEOUT_MAX),
+           commands=BOTH,
            help="progress lines on stderr as scoring starts and ends, and every S seconds "
-                "between (default 30; 0: none)"),
+                "between; aggregate: as Spark starts and reads (default 30; 0: none)"),
     Option("colocate_references", STRING, "auto", choices=("auto", "always", "never"),
            help="always: bring rows sharing references together first (a shuffle of the text) "
                 "so each reference is tokenized once; auto (default) and never score rows where "
