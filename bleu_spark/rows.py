@@ -1,7 +1,9 @@
 """Row-level checks: why a row cannot be scored, as a stable reason code, for whole arrays."""
 from __future__ import annotations
 
+import ast
 import json
+import re
 from typing import Optional, Tuple
 
 import numpy as np
@@ -18,6 +20,7 @@ DUPLICATE_SEGMENT = "duplicate_segment"    # a (group, segment key) seen more th
 INVALID_UTF8 = "invalid_utf8"              # the candidate or a reference is not valid UTF-8
 UNMATCHED_REFERENCE = "unmatched_reference"  # a reference row no candidate uses (reported only)
 JSON_LIST_REFERENCE = "json_list_reference"  # a reference string that is a JSON list of strings
+TEXT_LIST_REFERENCE = "text_list_reference"  # a reference string that is a list written otherwise
 
 BATCH_ROWS = 10_000  # segments counted at once by the in-process API
 
@@ -30,6 +33,8 @@ REASONS = {
     INVALID_UTF8: "the candidate or one of its references holds bytes that are not valid UTF-8",
     UNMATCHED_REFERENCE: "a references-table row that no candidate matched (not an error)",
     JSON_LIST_REFERENCE: "a reference is a JSON list of strings held in a string",
+    TEXT_LIST_REFERENCE: "a reference is a list of strings written as text (Python's or numpy's "
+                         "repr, nested, double-encoded or object JSON, or joined with ' ||| ')",
 }
 # What to do about a reason, said once in the message that stops a run.
 HINTS = {
@@ -38,10 +43,20 @@ HINTS = {
                          "them as an array<string> column (Spark: from_json(reference, "
                          "'array<string>'); pyarrow: pa.array([json.loads(v) for v in column])) "
                          "and pass it as --references-col",
+    TEXT_LIST_REFERENCE: "references held as a list's text (\"['a', 'b']\", \"['a' 'b']\", "
+                         "'a ||| b', ...) are not lists: parse them into an array<string> column "
+                         "(Python: ast.literal_eval; ' ||| ': pyspark F.split('reference', r' \\|\\|\\| ')) "
+                         "and pass it as --references-col",
 }
 # A string that may be a JSON list (confirmed by json.loads): brackets around, and inside
 # nothing, or a first element that is a string or null.
 _JSON_LIST = r'(?s)^\s*\[\s*(\]|"|null)(.*\])?\s*$'
+# A string that may hold a list as other text (confirmed in Python): after a byte-order mark,
+# in brackets, braces, quotes or numpy's `array(...)`; or references joined with ` ||| ` (the
+# Moses and fairseq separator, never in a sentence).
+_TEXT_LIST = r"""(?s)^[\s\x{feff}]*(\[.*\]|\{.*\}|".*"|'.*'|array\(\[.*\))\s*$| \|\|\| """
+_JOINED = " ||| "
+_LONGEST_LITERAL = 1 << 20  # the Python parser is not fed megabytes of one string
 
 
 def scored_segments(hypotheses, references):
@@ -97,10 +112,58 @@ def json_lists(strings: pa.Array) -> np.ndarray:
     for at in np.flatnonzero(looks.to_numpy(zero_copy_only=False)):
         try:
             value = json.loads(strings[int(at)].as_py())
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: brackets nested deeper than the stack
             continue
         found[at] = isinstance(value, list) and all(v is None or isinstance(v, str) for v in value)
     return found
+
+
+def text_lists(strings: pa.Array) -> np.ndarray:
+    """Per element, True where a string holds a list of strings as text other than a plain JSON
+    list (Python's repr as a pandas CSV writes it, numpy's, nested or double-encoded JSON, a
+    JSON object of them, a BOM before the JSON, ` ||| `-joined). Only text that parses whole as
+    such a value counts: `[Applause] ...`, `"Hi," she said`, `'Tis` are references."""
+    found = np.zeros(len(strings), bool)
+    looks = pc.fill_null(pc.match_substring_regex(strings, _TEXT_LIST), False)
+    for at in np.flatnonzero(looks.to_numpy(zero_copy_only=False)):
+        found[at] = _held_list(strings[int(at)].as_py())
+    return found
+
+
+def _held_list(text: str, depth: int = 0) -> bool:
+    text = text.strip().lstrip("\ufeff").strip()
+    if _JOINED in text:
+        return True
+    if text.startswith("array(") and text.endswith(")"):  # numpy's repr: array([...], dtype=...)
+        text = re.sub(r",\s*dtype=[^\]]*$", "", text[len("array("):-1])
+    value = _literal(text)
+    if isinstance(value, str):  # encoded once more: a list's text inside quotes
+        return depth < 2 and _held_list(value, depth + 1)
+    if isinstance(value, dict):
+        return bool(value) and all(_strings(v) for v in value.values())
+    return isinstance(value, list) and all(_strings(v) for v in value)
+
+
+def _strings(value) -> bool:
+    """A string, a null, or a flat list of them (a segment's references nested once)."""
+    if isinstance(value, list):
+        return all(v is None or isinstance(v, str) for v in value)
+    return value is None or isinstance(value, str)
+
+
+def _literal(text: str):
+    """The JSON or Python literal the text is whole (numpy's `['a' 'b']` reads as Python's
+    adjacent strings), or None."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: brackets nested deeper than the stack
+        pass
+    if len(text) > _LONGEST_LITERAL:
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
 
 
 def rejection_reasons(candidates: pa.Array, references: pa.Array,
@@ -115,18 +178,18 @@ def rejection_reasons(candidates: pa.Array, references: pa.Array,
     if bad_candidates is not None:
         invalid |= bad_candidates
     bad_references = invalid_utf8(flat)
-    json_list = np.zeros(len(candidates), bool)
-    if bad_references is None:
-        json_list[row[json_lists(flat)]] = True
-    else:  # text that is not UTF-8 is not JSON either
+    json_list, text_list = np.zeros(len(candidates), bool), np.zeros(len(candidates), bool)
+    rows, texts = row, flat
+    if bad_references is not None:  # text that is not UTF-8 is not a list's text either
         invalid[row[bad_references]] = True
-        valid = ~bad_references
-        json_list[row[valid][json_lists(flat.filter(pa.array(valid)))]] = True
-    reasons = pc.if_else(pc.is_null(candidates), pa.scalar(NULL_CANDIDATE),
-                         pc.if_else(no_reference, pa.scalar(NO_REFERENCE),
-                                    pc.if_else(pa.array(invalid), pa.scalar(INVALID_UTF8),
-                                               pc.if_else(pa.array(json_list),
-                                                          pa.scalar(JSON_LIST_REFERENCE), none))))
+        rows, texts = row[~bad_references], flat.filter(pa.array(~bad_references))
+    json_list[rows[json_lists(texts)]] = True
+    text_list[rows[text_lists(texts)]] = True
+    reasons = none
+    for flagged, reason in ((text_list, TEXT_LIST_REFERENCE), (json_list, JSON_LIST_REFERENCE),
+                            (invalid, INVALID_UTF8), (no_reference, NO_REFERENCE)):
+        reasons = pc.if_else(pa.array(flagged), pa.scalar(reason), reasons)  # the last set wins
+    reasons = pc.if_else(pc.is_null(candidates), pa.scalar(NULL_CANDIDATE), reasons)
     return reasons if found is None else pc.coalesce(found, reasons)
 
 

@@ -4,6 +4,7 @@ refused in one line that says what to write, or scored with a warning recorded i
 import json
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from sacrebleu.metrics import BLEU
@@ -11,7 +12,9 @@ from sacrebleu.metrics import BLEU
 from bleu_spark import cli
 from bleu_spark.cli import main
 from bleu_spark.errors import InvalidRowsError, MissingColumnError
-from bleu_spark.rows import JSON_LIST_REFERENCE, json_lists, rejection_reasons
+from bleu_spark.rows import (JSON_LIST_REFERENCE, TEXT_LIST_REFERENCE, json_lists, rejection_reasons,
+                             text_lists)
+from conftest import SAMPLE
 
 
 @pytest.fixture(autouse=True)
@@ -74,6 +77,77 @@ def test_json_text_references_are_never_scored_with_their_brackets(spark, tmp_pa
     assert row["score"] == expected.score and row["n_rejected"] == 3
     rejected = pq.read_table(tmp_path / "out" / "rejected")
     assert set(rejected["reason"].to_pylist()) == {JSON_LIST_REFERENCE}
+
+
+# --- references held as a list's text other than a JSON list ----------------------------------
+
+def list_texts(refs):
+    """A segment's references as the tools logs come from write a list's text."""
+    import io
+
+    import numpy as np
+    import pandas as pd
+
+    csv = io.StringIO()
+    pd.DataFrame({"references": [refs]}).to_csv(csv, index=False)   # a pandas CSV export
+    csv.seek(0)
+    return [pd.read_csv(csv)["references"][0], str(refs), str(np.array(refs)),
+            repr(np.array(refs, dtype=object)), json.dumps([refs]), json.dumps(json.dumps(refs)),
+            json.dumps(str(refs)), "\ufeff" + json.dumps(refs), json.dumps({"references": refs}),
+            json.dumps({f"ref{i}": r for i, r in enumerate(refs)})] + [" ||| ".join(refs)] * (len(refs) > 1)
+
+
+REAL_REFS = [["Die Katze sitzt auf der Matte.", "Eine Katze sitzt auf der Matte."],
+             ["[Applaus] Danke, dass Sie gekommen sind.", "'Tis the season, sagte er."],
+             ['"Ja", sagte sie, "es ist [nicht] so."', "It's fine."], ["日本語の文です。", "これは\n二行"]]
+# real text that begins with a bracket, a brace or a quote, or holds pipes: one reference each
+GENUINE = ["[Applause] Thank you.", '"Hi," she said.', "'Tis the season.", "[1, 2]", '"text"',
+           "{}", "[x] [y]", '"[Applause]"', "'a' 'b'", '{"a": 1}', "a || b", "x|||y",
+           "['a'] and more", "('a', 'b')", "'[Laughter]'", '"Der Vertrag", sagte er, "ist [nicht] gültig."',
+           "{Musik} und [Lachen]", "[" * 100_000 + "]" * 100_000, '["a", ' + "[" * 100_000 + "]" * 100_000 + "]"]
+
+
+def test_a_list_held_as_any_text_is_told_from_text_that_starts_like_one():
+    spelled = [text for refs in REAL_REFS + [["one reference only"]] for text in list_texts(refs)]
+    assert [t for t, f in zip(spelled, text_lists(pa.array(spelled))) if not f] == []
+    assert text_lists(pa.array(GENUINE)).tolist() == [False] * len(GENUINE)
+    assert not json_lists(pa.array(GENUINE)).any()
+    table = pq.read_table(SAMPLE)  # real WMT22 text: not one reference, candidate or source is refused
+    for column in (pc.list_flatten(table["references"]), table["candidate"], table["source"]):
+        assert not text_lists(column.combine_chunks().drop_null()).any()
+
+
+def test_a_row_with_a_list_text_reference_is_rejected_with_its_reason_in_process_too():
+    from bleu_spark import corpus_score
+
+    references = [[t] for t in list_texts(REAL_REFS[0])] + [[g] for g in GENUINE[:4]]
+    reasons = rejection_reasons(pa.array(["a"] * len(references)), pa.array(references)).to_pylist()
+    assert reasons == [TEXT_LIST_REFERENCE] * (len(references) - 4) + [None] * 4
+    with pytest.raises(InvalidRowsError, match=TEXT_LIST_REFERENCE):
+        corpus_score(["a b", "c d"], [["a b"], [str(["c d", "c e"])]])
+
+
+@pytest.mark.spark
+def test_list_text_references_are_refused_in_one_line_or_quarantined_never_scored(spark, tmp_path, capsys):
+    n = len(list_texts(REAL_REFS[0]))
+    candidates = [f"Die Katze sitzt auf Matte {i}." for i in range(2 * n)]
+    references = [f"Die Katze sitzt auf der Matte {i}." for i in range(2 * n)]
+    texts = [list_texts([r, r.replace("Katze", "Katz")]) for r in references[:n]]
+    column = [texts[i][i] for i in range(n)] + references[n:]
+    pq.write_table(pa.table({"system": ["A"] * 2 * n, "langpair": ["en-de"] * 2 * n,
+                             "candidate": candidates, "reference": column}), tmp_path / "in.parquet")
+    args = ["score", "--input", str(tmp_path / "in.parquet"), "--references-col", "reference",
+            "--progress-seconds", "0"]
+    assert main([*args, "--output", str(tmp_path / "refused")]) == InvalidRowsError.exit_code
+    err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+    assert len(err) == 1 and err[0].startswith(f"bleu-spark: error: {n} rows cannot be scored")
+    assert TEXT_LIST_REFERENCE in err[0] and "ast.literal_eval" in err[0]
+    assert main([*args, "--output", str(tmp_path / "out"), "--on-invalid", "quarantine"]) == 0
+    [row] = json.loads((tmp_path / "out" / "scores.json").read_text())
+    assert row["score"] == BLEU().corpus_score(candidates[n:], [references[n:]]).score
+    rejected = pq.read_table(tmp_path / "out" / "rejected")
+    assert sorted(rejected["reference"].to_pylist()) == sorted(column[:n])
+    assert set(rejected["reason"].to_pylist()) == {TEXT_LIST_REFERENCE}
 
 
 # --- the log layout: one `reference` string column -------------------------------------------
