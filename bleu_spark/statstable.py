@@ -334,8 +334,11 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
         schema = pa.unify_schemas([dataset.schema, *(f.physical_schema for f in dataset.get_fragments())])
         _check_columns(path, schema.names)
         rows = None if where is None else predicate.to_arrow(bound(where, schema))
-        dataset = ds.dataset(source, schema=schema, filesystem=fs, format="parquet",
-                             partitioning=partitioning, partition_base_dir=base)
+        if files is not None and partitioning != "hive":  # values as the folders name them
+            dataset = store.files_dataset(files, root, fs, schema, marker["partition_by"])
+        else:
+            dataset = ds.dataset(source, schema=schema, filesystem=fs, format="parquet",
+                                 partitioning=partitioning, partition_base_dir=base)
         table = _scanner(dataset, rows, where).to_table()
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"statistics at {path} are not readable Parquet: {exc}") from None

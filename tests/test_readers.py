@@ -94,3 +94,55 @@ def test_a_read_only_folder_left_by_a_dead_run_is_read_through_its_log(tmp_path,
     assert files_of(folder) == before
     store.open_output(folder, ("day",)).abort()  # the next writer cleans up
     assert files_of(folder) != before and read_back(folder) == want[expected]
+
+
+# --- a partition value that is the text Hive names null by ------------------------------------
+
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def null_and_its_name(folder):
+    """A folder partitioned by `batch`: 3 segments where it is null, 5 where it is the text."""
+    tables = [measured(random.Random(n), n, system="A", batch=value)[0] for n, value in ((3, None), (5, HIVE_NULL))]
+    tables = [t.set_column(t.schema.get_field_index("batch"), "batch", t["batch"].cast(pa.string()))
+              for t in tables]
+    out = store.open_output(str(folder), ("batch",))
+    out.write_table("stats", pa.concat_tables(tables))
+    out.write_table("dashboard", pa.concat_tables(tables))
+    out.commit({"run_id": out.run_id})
+    return str(folder)
+
+
+def segments_per_batch(table):
+    return {r["batch"]: r["n_segments"] for r in table.select(["batch", "n_segments"]).to_pylist()}
+
+
+def test_the_text_hive_names_null_by_is_its_own_partition(tmp_path, capsys):
+    import duckdb
+
+    folder = null_and_its_name(tmp_path / "out")
+    assert sorted(os.listdir(os.path.join(folder, "stats"))) == [
+        "batch=%5F_HIVE_DEFAULT_PARTITION__", f"batch={HIVE_NULL}"]
+    assert segments_per_batch(statstable.read(folder)) == {None: 3, HIVE_NULL: 5}
+    assert cli.main(["aggregate", "--stats", folder, "--output", str(tmp_path / "sum"),
+                     "--group-by", "batch"]) == 0
+    scored = pq.read_table(tmp_path / "sum" / "scores").to_pylist()
+    assert {r["batch"]: r["n_segments"] for r in scored} == {None: 3, HIVE_NULL: 5}
+    assert cli.main(["aggregate", "--stats", folder, "--output", str(tmp_path / "one"),
+                     "--group-by", "batch", "--where", f"batch = '{HIVE_NULL}'"]) == 0
+    scored = pq.read_table(tmp_path / "one" / "scores").to_pylist()
+    assert {r["batch"]: r["n_segments"] for r in scored} == {HIVE_NULL: 5}
+    with duckdb.connect() as con:  # a plain reader of the folder
+        rows = con.execute(f"SELECT batch, sum(n_segments) FROM read_parquet('{folder}/dashboard/"
+                           f"**/*.parquet', hive_partitioning = true) GROUP BY batch").fetchall()
+    assert dict(rows) == {None: 3, HIVE_NULL: 5}
+
+
+@pytest.mark.spark
+def test_the_text_hive_names_null_by_is_its_own_partition_on_spark(spark, tmp_path):
+    from bleu_spark.spark.aggregate import read_stats
+
+    folder = null_and_its_name(tmp_path / "out")
+    assert segments_per_batch(read_stats(spark, folder)) == {None: 3, HIVE_NULL: 5}
+    plain = spark.read.parquet(f"{folder}/dashboard").groupBy("batch").sum("n_segments").collect()
+    assert {r[0]: r[1] for r in plain} == {None: 3, HIVE_NULL: 5}  # Spark's own discovery

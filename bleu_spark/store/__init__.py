@@ -34,12 +34,13 @@ from .filesystems import check_uri, configure, filesystem, is_s3, settings
 from .layout import read_marker
 from .manifest import live_files
 from .partitions import (PARTITION_TYPES, check_partition_columns, check_partition_names,
-                         partition_path, partition_value, partition_values, rows_of, rows_outside)
+                         files_dataset, partition_path, partition_value, partition_values,
+                         rows_of, rows_outside)
 from .recovery import check_before_reading, recover
 from .tasks import TableFiles, TaskWriter
 
 __all__ = ["PARTITION_TYPES", "PartitionedOutput", "WholeOutput", "check_before_reading",
            "check_output", "check_partition_columns", "check_partition_names", "check_uri",
-           "configure", "filesystem", "is_s3", "live_files", "new_run_id", "open_output",
-           "partition_path", "partition_value", "partition_values", "read_marker", "recover",
-           "rows_of", "rows_outside", "settings", "TableFiles", "TaskWriter"]
+           "configure", "files_dataset", "filesystem", "is_s3", "live_files", "new_run_id",
+           "open_output", "partition_path", "partition_value", "partition_values", "read_marker",
+           "recover", "rows_of", "rows_outside", "settings", "TableFiles", "TaskWriter"]

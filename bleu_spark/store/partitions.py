@@ -20,17 +20,39 @@ _ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x20)}
 
 
 def partition_folder(column: str, value) -> str:
-    """`col=value` as Spark and Hive name it (null: `__HIVE_DEFAULT_PARTITION__`)."""
+    """`col=value` as Spark and Hive name it (null: `__HIVE_DEFAULT_PARTITION__`). The text
+    `__HIVE_DEFAULT_PARTITION__` itself is written `%5F_HIVE_DEFAULT_PARTITION__`, so it is not
+    read back as null (readers compare the folder's name before decoding it)."""
     if value is None:
         return f"{column}={NULL_PARTITION}"
     text = str(value).lower() if isinstance(value, bool) else str(value)
-    return f"{column}=" + "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
+    escaped = "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
+    return f"{column}=" + ("%5F" + escaped[1:] if escaped == NULL_PARTITION else escaped)
 
 
 def partition_value(folder: str):
     """The value a folder `col=...` names, as `partition_folder` wrote it (`col=` is '')."""
     text = folder.split("=", 1)[1]
     return None if text == NULL_PARTITION else urllib.parse.unquote(text)
+
+
+def files_dataset(files: Sequence[str], base: str, fs, schema: pa.Schema,
+                  partition_by: Sequence[str]):
+    """Files of a partitioned table under `base`, each with the values its folders name as
+    `partition_value` reads them. pyarrow's own Hive reading decodes a folder's name before it
+    compares it with `__HIVE_DEFAULT_PARTITION__`, so it would read the text as null."""
+    import pyarrow.dataset as ds
+
+    def known(file: str) -> pc.Expression:
+        folders = file[len(base) + 1:].split("/")[:-1]
+        expression = pc.scalar(True)
+        for column, folder in zip(partition_by, folders):
+            value = partition_value(folder)
+            expression &= (pc.field(column).is_null() if value is None else
+                           pc.field(column) == pa.scalar(value).cast(schema.field(column).type))
+        return expression
+    return ds.FileSystemDataset.from_paths(list(files), schema=schema, format=ds.ParquetFileFormat(),
+                                           filesystem=fs, partitions=[known(f) for f in files])
 
 
 def partition_path(partition_by: Sequence[str], values: Sequence) -> str:
