@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import List
+from typing import Dict, List
 
 from .shown import shown
 
@@ -10,6 +10,7 @@ PROG = "bleu-spark"
 
 # Console columns aligned to the right: numbers.
 NUMERIC = ("n_segments", "n_rejected", "score")
+SYSTEM = "system"  # the column systems are ranked by (`--clusters`), as in `scoring`
 
 
 def format_table(scores: List[dict], group_cols) -> str:
@@ -20,6 +21,8 @@ def format_table(scores: List[dict], group_cols) -> str:
     intervals = any(r.get("ci_low") is not None for r in scores)
     details = any(_details(r) for r in scores)
     ranked = any(r.get("cluster") is not None for r in scores)
+    if ranked:
+        scores = in_rank_order(scores, group_cols)
     headers = [*group_cols, *(["grouping"] if several else []), "metric", "tokenize", "n_segments",
                "n_rejected", *(["95% CI"] if intervals else []),
                *(["rank (range)", "cluster"] if ranked else []), "score",
@@ -36,6 +39,20 @@ def format_table(scores: List[dict], group_cols) -> str:
     lines = ["  ".join(a(cell, w) for cell, w, a in zip(line, widths, align)).rstrip()
              for line in [headers, *rows]]
     return "\n".join(lines)
+
+
+def in_rank_order(scores: List[dict], group_cols, system_col: str = SYSTEM) -> List[dict]:
+    """The rows of each comparison group (a grouping set's rows that differ in the system
+    alone, per metric) together, best rank first (ties by name, unranked rows last, as they
+    came), the comparisons in the order their first row came: read down, a ranking."""
+    others = [c for c in group_cols if c != system_col]
+    comparisons: Dict[tuple, List[dict]] = {}
+    for row in scores:
+        key = (row.get("grouping"), *(row.get(c) for c in others), row.get("metric"))
+        comparisons.setdefault(key, []).append(row)
+    return [row for rows in comparisons.values()
+            for row in sorted(rows, key=lambda r: (r.get("rank") is None, r.get("rank") or 0,
+                                                   shown(r.get(system_col))))]
 
 
 def _metric_name(row: dict) -> str:

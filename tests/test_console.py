@@ -158,3 +158,28 @@ def test_the_console_of_a_short_run_with_two_metrics(tmp_path):
     assert progress[2 + len(kernels)] == "bleu-spark: progress: scoring 3 rows, a line every 30 s"
     assert progress[-1].startswith("bleu-spark: progress: done: 3 of 3 rows scored")
     assert len(progress) == 4 + len(kernels) and len(kernels) <= 1
+
+
+def test_ranked_groups_are_listed_in_rank_order_within_each_comparison(tmp_path, capsys):
+    """With --clusters, each comparison (per metric; per language pair too) reads down as its
+    ranking, whatever the systems' names; TER, where lower is better, too."""
+    from test_coverage import ALL, save, segment_rows
+
+    names = ("bleu", "chrf", "ter")
+    tables = [segment_rows(system, ALL, names, right=right, seed=seed)
+              for seed in (0, 1) for system, right in (("A", 0.0), ("M", 1.0), ("Z", 0.5))]
+    for seed, table in enumerate(tables):
+        pair = ["en-de", "en-cs"][seed // 3]
+        tables[seed] = table.append_column("langpair", pa.array([pair] * table.num_rows))
+    stats = save(tmp_path / "saved", *tables)
+    code = cli.main(["aggregate", "--stats", stats, "--output", str(tmp_path / "out"),
+                     "--engine", "local", "--group-by", "langpair,system", "--clusters"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = out.split("\n\n")[0].splitlines()[1:]
+    listed = [line.split()[:3] for line in lines]
+    expected = [[pair, system, metric] for pair in ("en-cs", "en-de")
+                for metric in ("BLEU", "chrF2", "TER") for system in ("M", "Z", "A")]
+    assert listed == expected
+    ranks = [int(re.search(r"  (\d+) \(\d+-\d+\)  ", line).group(1)) for line in lines]
+    assert ranks == [1, 2, 3] * 6

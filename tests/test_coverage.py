@@ -16,13 +16,16 @@ from conftest import random_sentences
 TOKENIZE = "13a"
 
 
-def segment_rows(system, seg_ids, names=("bleu",), day=1, seed=0) -> pa.Table:
+def segment_rows(system, seg_ids, names=("bleu",), day=1, seed=0, right=0.0) -> pa.Table:
     """A segments table (one row per segment and metric) of `system` on the segments `seg_ids`
-    of one test set: the same references for every system, its own candidates."""
+    of one test set: the same references for every system, its own candidates (the first
+    `right` share of them equal to their reference)."""
     rng = random.Random(f"{system}-{seed}")
     refs_rng = random.Random(seed)
     all_refs = [[r] for r in random_sentences(refs_rng, max(seg_ids) + 1)]
-    candidates = pa.array(random_sentences(rng, len(seg_ids)))
+    mine = random_sentences(rng, len(seg_ids))
+    candidates = pa.array([all_refs[i][0] if k < right * len(seg_ids) else mine[k]
+                           for k, i in enumerate(seg_ids)])
     references = pa.array([all_refs[i] for i in seg_ids], pa.list_(pa.string()))
     tokenizer = LineTokenizer(TOKENIZE, False, None)
     n = len(seg_ids)
