@@ -165,3 +165,29 @@ def test_a_run_has_it_made_and_the_next_jvm_maps_it_and_a_cut_short_one_is_refus
                            capture_output=True, text=True, timeout=300)
     assert maker.returncode == 0 and jvm_archive._starts_with(path), maker.stderr[-3000:]
     shutil.rmtree(cache)
+
+
+def test_a_new_archive_prunes_the_cache_to_those_used_last(cache, monkeypatch):
+    """Every Java or Spark upgrade, JVM option or venv makes an archive of its own (about 70 MB
+    each): once one is made, only the KEEP used last stay; what else the folder holds stays."""
+    cache.mkdir()
+    now = time.time()
+    older = [str(cache / f"driver-{age}.jsa") for age in range(5)]
+    for age, path in enumerate(older):
+        open(path, "w").close()
+        os.utime(path, (now - 100 * (age + 1),) * 2)
+    others = ["hs_err_pid1.log", "driver-9.jsa.lock", "driver-8.jsa" + FAILED]
+    for name in others:
+        open(cache / name, "w").close()
+    monkeypatch.setattr(jvm_archive, "archive_path", lambda options: older[4])
+    assert jvm_options("")[0]                                   # the oldest, used by a run now
+    new = str(cache / "driver-new.jsa")
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "")                 # make() sets both: put back after
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "")
+    monkeypatch.setattr(jvm_archive, "_small_run",
+                        lambda work: open(f"{new}.{os.getpid()}.part", "w").close())
+    monkeypatch.setattr(jvm_archive, "_jvm_exit", lambda: 0)
+    monkeypatch.setattr(jvm_archive, "_starts_with", lambda part: True)
+    assert jvm_archive.make(new)
+    assert sorted(os.listdir(cache)) == sorted(["driver-new.jsa", "driver-4.jsa", "driver-0.jsa", *others])
+    assert jvm_archive.KEEP == 3

@@ -5,7 +5,8 @@ starts maps them instead of loading and checking thousands of classes. Measured,
 (docs/benchmarks.md, "Tasks cut by rows, and the driver JVM's class-data archive").
 
 Made once per Java, Spark install and JVM options, in the user's cache folder
-(`BLEU_SPARK_CACHE_DIR`, else `$XDG_CACHE_HOME/bleu-spark`, else `~/.cache/bleu-spark`), by a
+(`BLEU_SPARK_CACHE_DIR`, else `$XDG_CACHE_HOME/bleu-spark`, else `~/.cache/bleu-spark`; the
+`KEEP` used last are kept, older ones removed as a new one is made), by a
 process of its own that a run which found none starts as it stops (`make_later`), so no run
 waits for it: it runs a small job of its own in a JVM told to write the archive at exit
 (`-XX:ArchiveClassesAtExit`, Java 13 and later), waits for that JVM to exit, checks a JVM starts
@@ -37,6 +38,9 @@ QUIET = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]  # a JVM that cannot use an a
 STALE_LOCK_SECONDS = 600  # a maker that has not finished by then died
 FAILED = ".failed"  # beside an archive that could not be made (a JVM without the option, a full disk)
 RETRY_FAILED_SECONDS = 86_400  # tried again a day later: what stopped it may have passed
+# Archives kept in the cache folder, those used last (each about 70 MB): a Java or Spark upgrade,
+# other JVM options or another venv's pyspark each makes its own, and nothing else removes them.
+KEEP = 3
 
 
 def java() -> Optional[str]:
@@ -89,8 +93,38 @@ def jvm_options(java_options: str) -> tuple:
     if path is None or any(c.isspace() for c in path):  # Spark's launcher splits its options at spaces
         return [], None
     if os.path.isfile(path):
+        _used(path)
         return _mapping(path, errors_here="ErrorFile" not in java_options), None
     return [], None if _failed_lately(path) else path
+
+
+def _used(path: str) -> None:
+    """The archive's time set to now: the pruning keeps those used last (an archive's own time
+    is no part of what the JVM checks)."""
+    try:
+        os.utime(path)
+    except OSError:  # a cache folder of another user's: it is theirs to prune
+        pass
+
+
+def prune(keep: str) -> None:
+    """The cache folder's archives beyond the KEEP used last removed, never `keep` (just made).
+    A JVM that has mapped one keeps its pages: removing it stops no run."""
+    import glob
+
+    folder = os.path.dirname(keep)
+    archives = [p for p in glob.glob(os.path.join(glob.escape(folder), "driver-*.jsa")) if p != keep]
+
+    def last_used(archive: str) -> float:
+        try:
+            return os.path.getmtime(archive)
+        except OSError:  # removed meanwhile
+            return 0.0
+    for archive in sorted(archives, key=last_used, reverse=True)[KEEP - 1:]:
+        try:
+            os.unlink(archive)
+        except OSError:  # removed meanwhile, or not this user's
+            pass
 
 
 def _failed_lately(path: str) -> bool:
@@ -162,6 +196,7 @@ def make(path: str) -> bool:
             _small_run(work)
         if _jvm_exit() == 0 and _starts_with(part):
             os.replace(part, path)
+            prune(path)
             return True
         return False
     finally:
