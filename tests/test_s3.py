@@ -266,3 +266,23 @@ def test_readers_of_s3_change_nothing_and_need_no_write_access(s3, spark, monkey
     real = pafs.S3FileSystem
     monkeypatch.setattr(pafs, "S3FileSystem", lambda **kw: pafs.PyFileSystem(_ReadOnly(real(**kw))))
     read_all()
+
+
+def test_a_task_without_the_aws_variables_writes_where_the_driver_does(s3):
+    """The endpoint and keys only in the driver's AWS variables (as a Spark Connect client has
+    them): a task in a process without them writes its file to the same S3, from its settings."""
+    from bleu_spark import store
+
+    store.configure({})
+    given = tuple(sorted(store.settings().items()))
+    task = ("import sys, pyarrow as pa\n"
+            "from bleu_spark import store\n"
+            f"writer = store.TaskWriter(store.TableFiles('s3a://bucket/tasks/segments', 'r1', (), {given!r}), 3, 0)\n"
+            "writer.write(pa.table({'x': [1, 2]}))\n"
+            "writer.close()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    done = subprocess.run([sys.executable, "-c", task], env={**env, "PYTHONPATH": ROOT}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with s3["fs"].open_input_file("bucket/tasks/segments/part-r1-t00003.parquet") as handle:
+        assert pq.read_table(handle)["x"].to_pylist() == [1, 2]

@@ -5,6 +5,7 @@ driver's S3 client takes its endpoint, region, path style and credentials from t
 variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` or
 `AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL`), and, set over them, from the run's Spark settings
 `spark.hadoop.fs.s3a.*` (`configure`), so a platform's spark-defaults or `--conf` reach it too.
+The tasks get all of it, whichever place gave it (`settings`): their processes may have neither.
 Other schemes go to pyarrow's own `FileSystem.from_uri` (hdfs://, gs://, abfs:// as far as the
 installed pyarrow was built with them). A path that starts like a URI (`word:`) must be a whole one
 (`check_uri`): `s3a:/bucket/x` is refused, never written as a local folder `s3a:`.
@@ -64,9 +65,28 @@ def s3a_settings(spark_settings: Dict[str, str]) -> Dict[str, str]:
             if k.startswith(prefix) and k[len(prefix):] in _SPARK_S3A}
 
 
+# What the driver's S3 client takes from the AWS variables when the Spark settings give nothing.
+_AWS_VARIABLES = {"endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+                  "region": ("AWS_REGION", "AWS_DEFAULT_REGION")}
+_AWS_KEYS = {"access_key": "AWS_ACCESS_KEY_ID", "secret_key": "AWS_SECRET_ACCESS_KEY",
+             "session_token": "AWS_SESSION_TOKEN"}
+
+
 def settings() -> Dict[str, str]:
-    """What this process was configured with: handed to the executors that write the output."""
-    return dict(_configured)
+    """Everything this process's S3 client is built from, wherever it came from (the run's Spark
+    settings over the AWS variables): handed to the tasks, whose processes may have none of
+    them (a Spark Connect server's executors, a cluster's)."""
+    resolved = dict(_configured)
+    for key, names in _AWS_VARIABLES.items():
+        found = next((os.environ[n] for n in names if os.environ.get(n)), None)
+        if key not in resolved and found:
+            resolved[key] = found
+    # Keys go together: a session token of the variables never joins the settings' keys.
+    if not (resolved.get("access_key") and resolved.get("secret_key")):
+        keys = {k: os.environ.get(n) for k, n in _AWS_KEYS.items()}
+        if keys["access_key"] and keys["secret_key"]:
+            resolved.update({k: v for k, v in keys.items() if v})
+    return resolved
 
 
 def s3_options(given: Optional[Dict[str, str]] = None) -> dict:
