@@ -187,7 +187,7 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
         config = metrics.checked_choices(  # against each distinct measurement, not each group
             dict(options.choices), stats.select(measured).group_by(measured).aggregate([]).to_pylist())
         scores = scoring.score_sets(stats, sets, config, resampling)
-        paired, warnings = None, metric_coverage_warnings(stats, finest)
+        paired, warnings = None, [*option_warnings(options, stats), *metric_coverage_warnings(stats, finest)]
         if options.paired_bs:
             paired, missing = scoring.paired_rows(stats, sets, config, resampling)
             resampling.check_baseline(statstable.scored_values(stats, "system"))
@@ -282,6 +282,13 @@ def _read_on_spark(options: AggregateOptions, spark) -> pa.Table:
 
     return read_stats(spark, options.stats, options.parsed_where, options.kept_columns,
                       options.resamples)
+
+
+def option_warnings(options: AggregateOptions, stats: pa.Table) -> List[str]:
+    """Scoring options given that change no score of these statistics (`settings`)."""
+    held = sorted(set(stats["metric"].to_pylist()), key=metrics.order_of)
+    return settings.unused_option_warnings({**settings.defaults(), **dict(options.choices)}, held,
+                                           f"the statistics hold {','.join(held)}")
 
 
 def metric_coverage_warnings(stats: pa.Table, finest: Sequence[str]) -> List[str]:

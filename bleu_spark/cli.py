@@ -180,16 +180,12 @@ def effective_settings(args: argparse.Namespace) -> dict:
 
 
 def unused_option_warnings(values: dict) -> List[str]:
-    """A warning for each metric option set (from its default) while no metric that reads it is
-    measured: `--ter-normalized` with `--metrics bleu`, `--lowercase` with `--metrics ter`."""
+    """A warning for each metric option set that changes no score (`settings`)."""
     from .metrics import parse_names
 
-    measured = set(parse_names(values["metrics"]))
-    return [f"--{key.replace('_', '-')} is set but only {' or '.join(readers)} read"
-            f"{'s' if len(readers) == 1 else ''} it, and --metrics is {','.join(sorted(measured))}: "
-            f"it changes nothing"
-            for key, readers in settings.metric_options().items()
-            if values[key] != DEFAULTS[key] and not measured & set(readers)]
+    measured = parse_names(values["metrics"])
+    return settings.unused_option_warnings(values, measured,
+                                           f"--metrics is {','.join(sorted(measured))}")
 
 
 def job_options(values: dict):

@@ -57,6 +57,9 @@ class Option:
     field: Optional[str] = None                # a metric's option: its field in the metric's options
     job_file: bool = True                      # False: command line only (--config, --where)
     required: bool = False                     # on the command line (a job-file key is checked later)
+    # A metric option its metric reads only when another option of the run has one of these
+    # values (--ter-asian-support: with --ter-normalized or --ter-no-punct): (key, values), any.
+    read_with: Tuple[Tuple[str, Tuple[Any, ...]], ...] = ()
 
     @property
     def flag(self) -> str:
@@ -225,6 +228,36 @@ def metric_options() -> Dict[str, Tuple[str, ...]]:
         for option in metric.options_declared:
             readers[option.key] = readers.get(option.key, ()) + (metric.name,)
     return readers
+
+
+def unused_option_warnings(values: Dict[str, Any], measured: Sequence[str],
+                           measured_as: str) -> list:
+    """A line for each metric option set (from its default) that changes no score: no metric
+    measured reads it (`--ter-normalized` with `--metrics bleu`), or its metric reads it only
+    with another option's value the run does not have (`--ter-asian-support` alone). Made from
+    the declarations, so it covers every metric option. `measured_as`: how the line names what
+    is measured (`--metrics is bleu`, `the statistics hold chrf`)."""
+    lines = []
+    for key, readers in metric_options().items():
+        option = next(o for o in declared() if o.key == key)
+        if values.get(key, option.default) == option.default:
+            continue
+        reads = "reads" if len(readers) == 1 else "read"
+        if not set(measured) & set(readers):
+            lines.append(f"{option.flag} is set but only {' or '.join(readers)} {reads} it, and "
+                         f"{measured_as}: it changes nothing")
+        elif option.read_with and not any(values.get(k, default(k)) in wanted
+                                          for k, wanted in option.read_with):
+            lines.append(f"{option.flag} is set but {' and '.join(readers)} {reads} it only with "
+                         f"{_conditions(option.read_with)}: it changes no score")
+    return lines
+
+
+def _conditions(read_with) -> str:
+    """`--ter-normalized or --ter-no-punct`, `--smooth-method floor or add-k`."""
+    return " or ".join(option(k).flag if tuple(wanted) == (True,)
+                       else f"{option(k).flag} {' or '.join(map(str, wanted))}"
+                       for k, wanted in read_with)
 
 
 @functools.lru_cache(maxsize=None)

@@ -26,12 +26,17 @@ PREFIX = "ter_"
 SCALE = 2520  # lcm(1..10): the mean of up to 10 reference lengths times this is an integer
 COLUMNS = ("ter_edits", "ter_ref_len_scaled")
 # sacrebleu's `TER(...)` options, as its command line names them with `--ter-`.
+# Asian support is a step of the normalization and of the punctuation removal (sacrebleu's
+# TercomTokenizer): read with one of them only.
+_ASIAN_WITH = ((f"{PREFIX}normalized", (True,)), (f"{PREFIX}no_punct", (True,)))
 OPTIONS = tuple(Option(f"{PREFIX}{field}", BOOLEAN, getattr(TerOptions(), field), help=help,
-                       group=METRICS, field=field) for field, help in (
-    ("case_sensitive", "TER: keep case (default: lowercase, as tercom)"),
-    ("normalized", "TER: tercom's normalization of the text"),
-    ("no_punct", "TER: delete punctuation"),
-    ("asian_support", "TER: split Asian scripts (with --ter-normalized or --ter-no-punct)")))
+                       group=METRICS, field=field, read_with=read_with)
+                for field, help, read_with in (
+    ("case_sensitive", "TER: keep case (default: lowercase, as tercom)", ()),
+    ("normalized", "TER: tercom's normalization of the text", ()),
+    ("no_punct", "TER: delete punctuation", ()),
+    ("asian_support", "TER: split Asian scripts (with --ter-normalized or --ter-no-punct)",
+     _ASIAN_WITH)))
 
 
 OPTIONS_TEXT = OptionsText("TER", (("norm", "normalized", "yes"), ("punct", "no_punct", "no"),
