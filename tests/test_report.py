@@ -1,6 +1,6 @@
 """bleu_spark.report: the page as a person sees it, rendered by headless Chromium.
 
-The inputs are real scores: groups of the bundled sample scored in-process with corpus_bleu.
+The inputs are real scores: groups of the bundled sample scored in-process with bleu_of_rows.
 """
 import datetime
 import importlib.util
@@ -11,7 +11,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from bleu_spark import corpus_bleu
+from bleu_spark import bleu_of_rows
 from bleu_spark.metrics import REGISTRY
 from bleu_spark.report import TOP, interpretation, render_report
 
@@ -54,7 +54,7 @@ def sample_rows():
 
 
 def score_row(langpair, system, rows, **extra):
-    result = corpus_bleu([r["candidate"] for r in rows], [r["references"] for r in rows], langpair=langpair)
+    result = bleu_of_rows([r["candidate"] for r in rows], [r["references"] for r in rows], langpair=langpair)
     return dict({"langpair": langpair, "system": system, "score": result.score, "n_segments": result.n_segments,
                  "n_rejected": 0, "coverage": None, "signature": result.signature, "tokenize": result.tokenize,
                  "verbose": result.verbose}, **extra)
@@ -577,6 +577,23 @@ def bar_geometry(report, chart):
                 labels: all(".annotation").map(span),
                 ticks: all(".xtick text").map(t => parseFloat(t.textContent.replace(/,/g, "")))};
     }""", chart)
+
+
+@pytest.mark.parametrize("bars,ticks,axis_end", [
+    ([(62.5, None)], (0, 100, 10), 112),                # the usual scale, whatever the metric
+    ([(95.0, (90.0, 99.0))], (0, 100, 10), 129),        # the longest whisker keeps its label's room
+    ([(897.92, None), (40.0, None)], (0, 900, 100), 1167.92),
+    ([(2.0, (-3.5, 6.0))], (-20, 100, 20), 114.4),      # a whisker below 0 starts the axis below it
+])
+def test_the_bar_axis_reaches_every_bar_and_its_label(bars, ticks, axis_end):
+    from bleu_spark.report.charts import _score_axis
+    from bleu_spark.report.sections import Group
+
+    groups = [Group({}, "g", {"score": score, "ci_low": ci and ci[0], "ci_high": ci and ci[1]}) for score, ci in bars]
+    axis = _score_axis(groups)
+    first, last, step = ticks
+    assert axis["tickvals"] == pytest.approx(list(range(first, last + 1, step)))
+    assert axis["range"] == pytest.approx([first, axis_end])
 
 
 @pytest.mark.browser
