@@ -20,6 +20,7 @@ as the plain Python functions they are written as: slower, the same statistics.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import sys
@@ -252,11 +253,31 @@ def status():
     version = _numba_version()
     if version is None or os.environ.get("BLEU_SPARK_PURE_PYTHON") == "1":
         return "numba is not loaded here: the kernels run as plain Python (slower, the same statistics)"
-    if built_here():
+    if built_here() or not _first_word(version):
         return None
     return (f"no kernels built for numba {version} and Python "
             f"{sys.version_info[0]}.{sys.version_info[1]} in this install: each Python worker "
-            f"compiles the ones it uses, unless numba's cache has them (about 20 s)")
+            f"compiles the ones it uses, unless numba's cache has them (about 20 s; said once "
+            f"per install)")
+
+
+def _first_word(version: str) -> bool:
+    """Whether the kernels line is said now: once per install (its kernels folder, numba and
+    Python version), as numba's cache keeps what compiles (an editable install's first run
+    compiles, the next ones load), remembered by an empty file in the user's cache folder; said
+    where that cannot be written, as nothing remembers it."""
+    from .spark.runtime.jvm_archive import _cache_dir as cache_folder  # bleu-spark's one cache folder
+
+    install = f"{os.path.realpath(BUILT)}|{version}|{sys.version_info[0]}.{sys.version_info[1]}"
+    marker = os.path.join(cache_folder(), "kernels-said-" + hashlib.sha256(install.encode()).hexdigest()[:20])
+    try:
+        os.makedirs(os.path.dirname(marker), exist_ok=True)
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return False
+    except OSError:
+        pass
+    return True
 
 
 def utf8_parts(strings: pa.Array):

@@ -107,9 +107,25 @@ def print_scores(result, counts: str) -> None:
     print(f"\n{counts}\n{format_signatures(result.scores)}")
 
 
-def print_warnings(warnings: List[str]) -> None:
+# Warnings said as soon as they were known (before a long step), which the run's list of
+# warnings (`run.json`) holds too: the end of the run does not print them again.
+_said: List[str] = []
+
+
+def say_warnings(warnings: List[str]) -> None:
+    """Warnings printed now, before the step they are about; not again at the end."""
     for warning in warnings:
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+        print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
+        _said.append(warning)
+
+
+def print_warnings(warnings: List[str]) -> None:
+    """The run's warnings, at its end: each once, those said already left out."""
+    said = set(_said)
+    for warning in dict.fromkeys(warnings):
+        if warning not in said:
+            print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    _said.clear()  # the run is over: a later run in this process says its own again
 
 
 def shown_columns(scores: List[dict]) -> List[str]:

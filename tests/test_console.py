@@ -2,6 +2,7 @@
 and the process's time, and progress lines that a short run shows too."""
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -131,9 +132,11 @@ def test_the_console_of_a_short_run_with_two_metrics(tmp_path):
     path = tmp_path / "in.parquet"
     pq.write_table(pa.table({"system": ["A"] * 3, "candidate": candidates,
                              "references": [[r] for r in references]}), path)
+    # a cache folder of its own, never run before: the kernels line is said on a first run
+    env = {**os.environ, "BLEU_SPARK_CACHE_DIR": str(tmp_path / "cache"), "BLEU_SPARK_JVM_ARCHIVE": "0"}
     result = subprocess.run([sys.executable, "-m", "bleu_spark", "score", "--input", str(path),
                              "--output", str(tmp_path / "out"), "--metrics", "bleu,chrf"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+                            cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     bleu_metric, chrf_metric = BLEU(), CHRF()
@@ -183,3 +186,53 @@ def test_ranked_groups_are_listed_in_rank_order_within_each_comparison(tmp_path,
     assert listed == expected
     ranks = [int(re.search(r"  (\d+) \(\d+-\d+\)  ", line).group(1)) for line in lines]
     assert ranks == [1, 2, 3] * 6
+
+
+def test_a_warning_said_before_a_step_is_not_printed_again_at_the_end(capsys):
+    """The row-group advice is said before scoring and kept in run.json's warnings: the end of
+    the run prints the others, each once."""
+    console.say_warnings(["few row groups"])
+    console.print_warnings(["options", "few row groups", "tokenizer", "options"])
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["bleu-spark: warning: few row groups", "bleu-spark: warning: options",
+                   "bleu-spark: warning: tokenizer"]
+    console.print_warnings(["few row groups"])  # a later run in the process says its own
+    assert capsys.readouterr().err == "bleu-spark: warning: few row groups\n"
+
+
+def test_every_warning_line_of_the_package_is_printed_by_the_console():
+    """One printer of warnings (which knows what was said already): no module prints its own."""
+    package = os.path.join(ROOT, "bleu_spark")
+    printing = []
+    for folder, _, files in os.walk(package):
+        for name in files:
+            path = os.path.join(folder, name)
+            if name.endswith(".py") and path != os.path.join(package, "console.py"):
+                with open(path, encoding="utf-8") as source:
+                    if re.search(r"print\(f?[\"'][^\"']*warning: ", source.read()):
+                        printing.append(os.path.relpath(path, ROOT))
+    assert printing == []
+
+
+def test_the_kernels_line_is_said_once_per_install(tmp_path, monkeypatch):
+    """An install without built kernels (an editable one) compiles them into numba's cache on
+    its first run: the line is said then, not on every run after; another install (another
+    kernels folder) or another numba version says it once too."""
+    monkeypatch.setenv("BLEU_SPARK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(compiled, "built_here", lambda: False)
+    monkeypatch.delenv("BLEU_SPARK_PURE_PYTHON", raising=False)
+    said = [compiled.status() for _ in range(3)]
+    assert "no kernels built" in said[0] and said[1:] == [None, None]
+    monkeypatch.setattr(compiled, "BUILT", str(tmp_path / "another" / "_kernels"))
+    assert "no kernels built" in compiled.status() and compiled.status() is None
+    monkeypatch.setattr(compiled, "_numba_version", lambda: "0.68.99")
+    assert "numba 0.68.99" in compiled.status() and compiled.status() is None
+
+
+def test_the_kernels_line_is_said_where_nothing_can_remember_it(tmp_path, monkeypatch):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv("BLEU_SPARK_CACHE_DIR", str(blocked / "cache"))  # under a file: unwritable
+    monkeypatch.setattr(compiled, "built_here", lambda: False)
+    monkeypatch.delenv("BLEU_SPARK_PURE_PYTHON", raising=False)
+    assert "no kernels built" in compiled.status() and "no kernels built" in compiled.status()

@@ -332,8 +332,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                                             or options.colocate_references == "always")
         row_groups = scan.row_groups if scan else io.row_groups(options.input) if in_place else None
         advice = [] if scan else inputs.few_row_groups(row_groups, rows_read, runtime.parallelism(spark))
-        for warning in advice:
-            print(f"bleu-spark: warning: {warning}", file=sys.stderr, flush=True)
+        from .. import console
+
+        console.say_warnings(advice)  # now, before the scoring they are about; not again at the end
         # Said of this install's kernels only where the Python workers run it.
         kernels = compiled.status() if runtime.runs_workers_here(spark) else None
         if kernels:
