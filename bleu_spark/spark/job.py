@@ -2,7 +2,6 @@
 a statistics table), then show (scores, dashboard, report: `bleu_spark.scoring`), then write."""
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
