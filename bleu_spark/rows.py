@@ -207,6 +207,35 @@ def checked_rows(candidates, references) -> tuple:
     return candidates, references
 
 
+def rows_of_streams(function: str, hypotheses, references, per_row: str) -> Tuple[list, list]:
+    """sacrebleu's layout (a list of reference streams, each with a reference per hypothesis) as
+    the rows' (a list of references per segment); one line naming what does not fit it, so
+    references given a list per segment are never read transposed when the lengths disagree."""
+    layout = (f"{function} takes sacrebleu's layout, a list of reference streams with a "
+              f"reference per hypothesis in each (references as a list per segment: {per_row})")
+    if any(isinstance(v, (str, bytes)) or not hasattr(v, "__iter__") for v in (hypotheses, references)):
+        raise UsageError(f"{function}: hypotheses and references are lists, not "
+                         f"{type(hypotheses).__name__} and {type(references).__name__}; {layout}")
+    hypotheses, streams = list(hypotheses), [_stream(function, s, layout) for s in references]
+    for i, stream in enumerate(streams):
+        if len(stream) != len(hypotheses):
+            raise UsageError(f"{function}: reference stream {i} has {len(stream)} references for "
+                             f"{len(hypotheses)} hypotheses; {layout}")
+    for name, values in [("hypotheses", hypotheses)] + [(f"reference stream {i}", s) for i, s in enumerate(streams)]:
+        wrong = next((v for v in values if not (v is None or isinstance(v, str))), None)
+        if wrong is not None:
+            raise UsageError(f"{function}: {name} holds a value of type {type(wrong).__name__}, "
+                             f"not a string; {layout}")
+    return hypotheses, [list(refs) for refs in zip(*streams)] if streams else [[] for _ in hypotheses]
+
+
+def _stream(function: str, stream, layout: str) -> list:
+    if isinstance(stream, (str, bytes)) or not hasattr(stream, "__iter__"):
+        raise UsageError(f"{function}: a reference stream is of type {type(stream).__name__}, not a "
+                         f"list of strings (one reference each: [references]); {layout}")
+    return list(stream)
+
+
 def batches(candidates: pa.Array, references: pa.Array):
     """The rows BATCH_ROWS at a time: memory stays bounded for any corpus size."""
     for start in range(0, len(candidates), BATCH_ROWS):

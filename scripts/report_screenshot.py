@@ -8,7 +8,7 @@
     python scripts/report_screenshot.py --ter-axis HTML PNG --max-height 3000  # docs/report-ter-axis.png
 
 `--sample` scores every (langpair, system) group of samples/wmt22_sample.parquet in-process
-with `bleu_spark.corpus_bleu` and first renders the report of all 112 groups to HTML.
+with `bleu_spark.bleu_of_rows` and first renders the report of all 112 groups to HTML.
 `--overview` renders the sample's systems of four language pairs (9 to 11 each) in BLEU, chrF
 and TER (scored in-process by the metric modules); `--many` renders 200 systems a language pair,
 their scores drawn at random (fields of a real row). `--segments` runs `bleu-spark score
@@ -55,11 +55,11 @@ def sample_groups(path: str = SAMPLE, langpairs: Optional[Iterable[str]] = None)
 
 def sample_scores(path: str = SAMPLE, langpairs: Optional[Iterable[str]] = None) -> List[dict]:
     """Score rows of the sample per (langpair, system), shaped as the job's scores.json rows."""
-    from bleu_spark import corpus_bleu
+    from bleu_spark import bleu_of_rows
 
     scores = []
     for (langpair, system), rows in sorted(sample_groups(path, langpairs).items()):
-        result = corpus_bleu([r["candidate"] for r in rows], [r["references"] for r in rows], langpair=langpair)
+        result = bleu_of_rows([r["candidate"] for r in rows], [r["references"] for r in rows], langpair=langpair)
         scores.append({"langpair": langpair, "system": system, "score": result.score,
                        "n_segments": result.n_segments, "n_rejected": 0, "coverage": None,
                        "signature": result.signature, "tokenize": result.tokenize, "verbose": result.verbose})

@@ -136,16 +136,16 @@ def test_max_ngram_order_10_is_sacrebleus_score():
     from bleu_spark import corpus_bleu
 
     cands = ["a b c d e f g h i j k l", "a b c d e f g h i j k m n"]
-    refs = [["a b c d e f g h i j k l"], ["a b c d e f g h i j k m x"]]
+    refs = [["a b c d e f g h i j k l", "a b c d e f g h i j k m x"]]  # one stream, as sacrebleu's
     ours = corpus_bleu(cands, refs, max_ngram_order=10, tokenize="13a")
-    theirs = sacrebleu.BLEU(max_ngram_order=10).corpus_score(cands, [[r[0] for r in refs]])
+    theirs = sacrebleu.BLEU(max_ngram_order=10).corpus_score(cands, refs)
     assert ours.score == theirs.score and ours.counts == theirs.counts
 
 
 def test_effective_order_with_all_weight_on_absent_orders_scores_0():
     from bleu_spark import corpus_bleu
 
-    short = dict(candidates=["a b", "c d"], references=[["a b"], ["c d"]])
+    short = dict(hypotheses=["a b", "c d"], references=[["a b", "c d"]])
     weighted = corpus_bleu(**short, effective_order=True, weights=(0, 0, 0, 1))
     assert weighted.score == 0.0 and weighted.totals == [4, 2, 0, 0]
     # ... which is what the same weights give without effective order
@@ -157,7 +157,7 @@ def test_effective_order_with_weights_on_present_orders_equals_sacrebleu():
     from bleu_spark import corpus_bleu
 
     cands, refs = ["a b", "c e"], ["a b", "c d"]
-    ours = corpus_bleu(cands, [[r] for r in refs], effective_order=True, weights=(0.5, 0.5, 0, 0))
+    ours = corpus_bleu(cands, [refs], effective_order=True, weights=(0.5, 0.5, 0, 0))
     theirs = sacrebleu.BLEU(max_ngram_order=2, effective_order=True).corpus_score(cands, [refs])
     assert ours.score == pytest.approx(theirs.score, rel=1e-12) and ours.score > 0
 

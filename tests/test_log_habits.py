@@ -124,7 +124,7 @@ def test_a_row_with_a_list_text_reference_is_rejected_with_its_reason_in_process
     reasons = rejection_reasons(pa.array(["a"] * len(references)), pa.array(references)).to_pylist()
     assert reasons == [TEXT_LIST_REFERENCE] * (len(references) - 4) + [None] * 4
     with pytest.raises(InvalidRowsError, match=TEXT_LIST_REFERENCE):
-        corpus_score(["a b", "c d"], [["a b"], [str(["c d", "c e"])]])
+        corpus_score(["a b", "c d"], [["a b", str(["c d", "c e"])]])
 
 
 @pytest.mark.spark

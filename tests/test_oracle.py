@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bleu_spark import corpus_bleu
+from bleu_spark import bleu_of_rows
 from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.settings import SPM_TOKENIZERS, TOKENIZERS
 from bleu_spark.metrics.bleu.oracle import sacrebleu_score
@@ -38,7 +38,7 @@ config = st.builds(
 def check(segments, cfg, langpair=None):
     candidates = [c for c, _ in segments]
     references = [r for _, r in segments]
-    assert_matches_sacrebleu(corpus_bleu(candidates, references, langpair=langpair, config=cfg),
+    assert_matches_sacrebleu(bleu_of_rows(candidates, references, langpair=langpair, config=cfg),
                              sacrebleu_score(candidates, references, cfg, langpair=langpair))
 
 
@@ -61,7 +61,7 @@ def test_sentencepiece_tokenizers_match_sacrebleu(spm_model, name, segments, smo
 def test_auto_tokenizer_follows_target_language(langpair, tokenizer):
     segments = [("東京 は 大きい です。 사람", ["東京は大きいです。", "사람 이"]),
                 ("北京 猫", ["北京的猫", None])]
-    result = corpus_bleu([c for c, _ in segments], [r for _, r in segments], langpair=langpair)
+    result = bleu_of_rows([c for c, _ in segments], [r for _, r in segments], langpair=langpair)
     assert result.tokenize == tokenizer
     check(segments, BleuConfig(), langpair=langpair)
 
@@ -94,8 +94,8 @@ def test_every_group_of_the_real_sample_matches_sacrebleu():
 
 def test_weights_change_the_signature_and_uniform_ones_do_not():
     segments = [("the cat sat on the mat", ["the cat sat on a mat"])]
-    uniform = corpus_bleu(*zip(*segments), weights=(0.25,) * 4)
-    skewed = corpus_bleu(*zip(*segments), weights=(0.4, 0.3, 0.2, 0.1))
+    uniform = bleu_of_rows(*zip(*segments), weights=(0.25,) * 4)
+    skewed = bleu_of_rows(*zip(*segments), weights=(0.4, 0.3, 0.2, 0.1))
     check(segments, BleuConfig())
     assert uniform.signature == sacrebleu_score(*zip(*segments), BleuConfig())["signature"]
     assert "|weights:0.4,0.3,0.2,0.1|" in skewed.signature

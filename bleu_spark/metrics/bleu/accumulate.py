@@ -1,11 +1,11 @@
-"""Summed statistics of one group, and its score: shared by the Python API (`corpus_bleu`) and
+"""Summed statistics of one group, and its score: shared by the Python API (`corpus_bleu`, `bleu_of_rows`) and
 the Spark job."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
-from ...rows import batches, checked_rows
+from ...rows import batches, checked_rows, rows_of_streams
 from ...tokenizers import LineTokenizer
 from .metric import BleuResult, build_result
 from .options import BleuConfig
@@ -39,16 +39,28 @@ class GroupTotals:
         return build_result(self.stats, config, self.n_segments, tokenize, signature)
 
 
-def corpus_bleu(candidates: Sequence[Optional[str]],
-                references: Sequence[Sequence[Optional[str]]],
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[Optional[str]]],
                 langpair: Optional[str] = None,
                 config: Optional[BleuConfig] = None, **options) -> BleuResult:
-    """Corpus BLEU of `candidates[i]` against `references[i]` (a list per segment).
+    """Corpus BLEU in sacrebleu's layout: `references` is a list of reference streams, each with
+    one reference per hypothesis (`[[ref_1 of each], [ref_2 of each]]`), as
+    `sacrebleu.corpus_bleu` and `BLEU.corpus_score` take them. References as one list per
+    segment (the job's rows): `bleu_of_rows`.
 
     A None reference is a missing one, '' an empty one, as in sacrebleu. Options are
-    BleuConfig's fields (tokenize, lowercase, smooth_method, ...). Unlike sacrebleu's API, lists
-    of different lengths and unscorable rows raise instead of being dropped.
+    BleuConfig's fields (tokenize, lowercase, smooth_method, ...). Unlike sacrebleu's API, a
+    stream of another length and unscorable rows raise instead of being dropped.
     """
+    return bleu_of_rows(*rows_of_streams("corpus_bleu", hypotheses, references, "bleu_of_rows"),
+                        langpair=langpair, config=config, **options)
+
+
+def bleu_of_rows(candidates: Sequence[Optional[str]],
+                 references: Sequence[Sequence[Optional[str]]],
+                 langpair: Optional[str] = None,
+                 config: Optional[BleuConfig] = None, **options) -> BleuResult:
+    """Corpus BLEU of `candidates[i]` against `references[i]` (a list per segment, as the
+    job's rows hold them); otherwise as `corpus_bleu`."""
     config = config or BleuConfig(**options)
     candidates, references = checked_rows(candidates, references)
     tokenize = config.tokenizer_for(langpair)
