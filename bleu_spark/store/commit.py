@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import uuid
 from typing import Dict, List, Optional, Sequence
@@ -201,6 +202,7 @@ class _Output:
         return {"format": ENTRY_FORMAT, "run_id": self.run_id,
                 "stamp": next_stamp(entries(self.fs, self.path)), "whole": not self.partition_by,
                 "partitions": partitions, "tables": files, "files": list(dict.fromkeys(self.files)),
+                "dropped": [n for n in WHOLE_FOLDER_FILES if self.partition_by and n not in self.files],
                 "owner": owner_record()}
 
     def abort(self) -> None:
@@ -251,8 +253,35 @@ class WholeOutput(_Output):
         _check_replaceable(self.fs, self.path, self.uri, partitioned=False)
 
 
+# Top-level files that are tables in JSON form, a row per group with its partition values: a
+# partitioned folder's holds every partition's rows, each from the run that wrote it last.
+ROW_FILES = ("scores.json",)
+# Top-level files drawn over every partition the folder holds: a partitioned run that does not
+# draw one again removes the earlier one (it would not cover this run's partitions).
+WHOLE_FOLDER_FILES = ("report.html",)
+
+
 class PartitionedOutput(_Output):
-    """DIR kept; the partitions a run wrote replaced in every table."""
+    """DIR kept; the partitions a run wrote replaced in every table (and row file)."""
+
+    def write_json(self, name: str, value) -> None:
+        if name in ROW_FILES and isinstance(value, list):
+            value = self._with_kept_rows(name, value)
+        super().write_json(name, value)
+
+    def _with_kept_rows(self, name: str, rows: list) -> list:
+        """The committed file's rows of the partitions this run does not replace, and this run's,
+        in order of partition (each partition's rows in their run's order). Opening the output
+        finished any commit left half done, so DIR's file is the committed one."""
+        try:
+            with self.fs.open_input_stream(f"{self.path}/{name}") as stream:
+                held = json.loads(stream.read())
+        except (OSError, ValueError):  # none yet
+            held = []
+        where = lambda row: partition_path(self.partition_by, [row.get(c) for c in self.partition_by])
+        replaced = set(self.staged_partitions())
+        kept = [r for r in held if isinstance(r, dict)] if isinstance(held, list) else []
+        return sorted([r for r in kept if where(r) not in replaced] + rows, key=where)
 
     def check(self) -> None:
         marker = _check_replaceable(self.fs, self.path, self.uri, partitioned=True)

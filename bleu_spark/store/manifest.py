@@ -6,7 +6,8 @@
 - `c-<stamp>-<run>.json`: the entry that commits the run, written last, whole or not at all
   (created exclusively on a local disk, through a hard link of a finished file; one PUT on S3),
   and never written again. It names the partitions the run replaces and, per table, the data
-  files that now hold them, and the top-level files it staged.
+  files that now hold them, the top-level files it staged, and (`dropped`) those of earlier
+  entries it removes (a partitioned run's `report.html` drawn before it and not again).
 
 The live files of a table are a fold of the entries in order of (stamp, run id): an entry
 replaces the partitions it names in every table (a whole output's entry replaces everything);
@@ -101,13 +102,15 @@ def _checked(fs, path: str, root: str, stamp: int, run: str) -> dict:
             and entry.get("run_id") == run and entry.get("stamp") == stamp):
         raise refused("is not a commit entry of this job")
     partitions, tables, files = entry.get("partitions"), entry.get("tables"), entry.get("files")
+    dropped = entry.get("dropped", [])
     if not (isinstance(partitions, list) and all(isinstance(p, str) for p in partitions)
+            and isinstance(dropped, list) and all(isinstance(f, str) for f in dropped)
             and isinstance(tables, dict) and set(tables) <= set(TABLES)
             and all(isinstance(v, list) and all(isinstance(f, str) for f in v) for v in tables.values())
             and isinstance(files, list) and all(isinstance(f, str) for f in files)
             and isinstance(entry.get("whole"), bool)):
         raise refused("has partitions, tables or files of another shape")
-    for name in [*(f for v in tables.values() for f in v), *partitions, *files]:
+    for name in [*(f for v in tables.values() for f in v), *partitions, *files, *dropped]:
         if name and not _inside(fs, root, name):
             raise refused(f"names {name!r}, a path outside {root}")
     for table, names in tables.items():
@@ -146,6 +149,8 @@ class State:
                         if os.path.dirname(f[len(table) + 1:]) == partition]
             for name in entry["files"]:
                 self.files[name] = entry
+            for name in entry.get("dropped", []):  # an older entry's, no longer true of DIR
+                self.files.pop(name, None)
 
     def live(self, table: str) -> List[str]:
         return sorted(f for files in self.tables[table].values() for f in files)

@@ -137,8 +137,8 @@ def copy_in(fs, source: str, target: str) -> None:
 
 
 def _remove_superseded_top_files(fs, path: str, state: State) -> None:
-    """Top-level files an entry named that no entry holds now (a whole run's report.html after a
-    whole run without --report)."""
+    """Top-level files an entry named that no entry holds now (a report.html after a run without
+    --report, whole or partitioned)."""
     named = {n for e in state.entries for n in e["files"]} - set(state.files)
     for name in sorted(named):
         _step(f"delete top-level {name}")
