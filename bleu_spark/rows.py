@@ -52,9 +52,9 @@ HINTS = {
 # nothing, or a first element that is a string or null.
 _JSON_LIST = r'(?s)^\s*\[\s*(\]|"|null)(.*\])?\s*$'
 # A string that may hold a list as other text (confirmed in Python): after a byte-order mark,
-# in brackets, braces, quotes or numpy's `array(...)`; or references joined with ` ||| ` (the
+# in brackets, braces, parentheses (a tuple's repr), quotes or numpy's `array(...)`; or references joined with ` ||| ` (the
 # Moses and fairseq separator, never in a sentence).
-_TEXT_LIST = r"""(?s)^[\s\x{feff}]*(\[.*\]|\{.*\}|".*"|'.*'|array\(\[.*\))\s*$| \|\|\| """
+_TEXT_LIST = r"""(?s)^[\s\x{feff}]*(\[.*\]|\{.*\}|\(.*\)|".*"|'.*'|array\(\[.*\))\s*$| \|\|\| """
 _JOINED = " ||| "
 _LONGEST_LITERAL = 1 << 20  # the Python parser is not fed megabytes of one string
 
@@ -120,7 +120,7 @@ def json_lists(strings: pa.Array) -> np.ndarray:
 
 def text_lists(strings: pa.Array) -> np.ndarray:
     """Per element, True where a string holds a list of strings as text other than a plain JSON
-    list (Python's repr as a pandas CSV writes it, numpy's, nested or double-encoded JSON, a
+    list (Python's repr of a list or tuple as a pandas CSV writes it, numpy's, nested or double-encoded JSON, a
     JSON object of them, a BOM before the JSON, ` ||| `-joined). Only text that parses whole as
     such a value counts: `[Applause] ...`, `"Hi," she said`, `'Tis` are references."""
     found = np.zeros(len(strings), bool)
@@ -141,7 +141,7 @@ def _held_list(text: str, depth: int = 0) -> bool:
         return depth < 2 and _held_list(value, depth + 1)
     if isinstance(value, dict):
         return bool(value) and all(_strings(v) for v in value.values())
-    return isinstance(value, list) and all(_strings(v) for v in value)
+    return isinstance(value, (list, tuple)) and all(_strings(v) for v in value)
 
 
 def _strings(value) -> bool:

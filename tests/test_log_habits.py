@@ -91,7 +91,7 @@ def list_texts(refs):
     csv = io.StringIO()
     pd.DataFrame({"references": [refs]}).to_csv(csv, index=False)   # a pandas CSV export
     csv.seek(0)
-    return [pd.read_csv(csv)["references"][0], str(refs), str(np.array(refs)),
+    return [pd.read_csv(csv)["references"][0], str(refs), str(tuple(refs)), str(np.array(refs)),
             repr(np.array(refs, dtype=object)), json.dumps([refs]), json.dumps(json.dumps(refs)),
             json.dumps(str(refs)), "\ufeff" + json.dumps(refs), json.dumps({"references": refs}),
             json.dumps({f"ref{i}": r for i, r in enumerate(refs)})] + [" ||| ".join(refs)] * (len(refs) > 1)
@@ -103,7 +103,7 @@ REAL_REFS = [["Die Katze sitzt auf der Matte.", "Eine Katze sitzt auf der Matte.
 # real text that begins with a bracket, a brace or a quote, or holds pipes: one reference each
 GENUINE = ["[Applause] Thank you.", '"Hi," she said.', "'Tis the season.", "[1, 2]", '"text"',
            "{}", "[x] [y]", '"[Applause]"', "'a' 'b'", '{"a": 1}', "a || b", "x|||y",
-           "['a'] and more", "('a', 'b')", "'[Laughter]'", '"Der Vertrag", sagte er, "ist [nicht] gültig."',
+           "['a'] and more", "(laughs)", "('Hello.')", "(1, 2)", "'[Laughter]'", '"Der Vertrag", sagte er, "ist [nicht] gültig."',
            "{Musik} und [Lachen]", "[" * 100_000 + "]" * 100_000, '["a", ' + "[" * 100_000 + "]" * 100_000 + "]"]
 
 
