@@ -114,39 +114,84 @@ def _define_cache(numba) -> None:
             return super().load_overload(sig, target_context)
 
         def _load_overload(self, sig, target_context):
-            return self._guarded(super()._load_overload, sig, target_context)
+            # numba's own cache, read through the same checks as the built folder
+            def load(sig, target_context):
+                if not self._enabled:
+                    return None
+                data = self._cache_file.load(self._index_key(sig, target_context.codegen()))
+                return self._rebuilt(data, sig, target_context)
 
-        @staticmethod
-        def _guarded(load, sig, target_context):
+            return self._guarded(load, sig, target_context)
+
+        def _guarded(self, load, sig, target_context):
+            """An entry that cannot be used is a miss, compiled again (the same statistics),
+            never a failed run: one written under another module name (a second checkout
+            imported beside this one, as the benchmark does) quietly; a damaged one (unreadable,
+            truncated, garbage, another kernel's, another build's) with one warning a process."""
             try:
                 return load(sig, target_context)
-            except ImportError:
-                # An entry written by the same code loaded under another module name (a second
-                # checkout imported beside this one, as the benchmark does): a miss, compiled
-                # again, rather than a run that fails on the other name.
+            except (ImportError, _OtherModule):
                 return None
+            except Exception as exc:  # noqa: BLE001 (any reading or unpickling error: a miss)
+                _damaged(self._py_func, exc)
+                return None
+
+        def _rebuilt(self, data, sig, target_context):
+            """A loaded entry made a kernel again, once it is checked to be this kernel's for
+            these argument types: a file of another kernel swapped in would run its code."""
+            if data is None:
+                return None
+            fndesc, signature = data[1], data[3]
+            if fndesc.qualname != self._py_func.__qualname__ or tuple(signature.args) != tuple(
+                    getattr(sig, "args", sig)):
+                raise ValueError(f"an entry of {fndesc.modname}.{fndesc.qualname}{signature}")
+            if fndesc.modname != self._py_func.__module__:
+                raise _OtherModule(fndesc.modname)
+            return self._impl.rebuild(target_context, data)
 
         def _load_built(self, sig, target_context):
             # Built without index checks: a process that asks for them (the tests) compiles.
             if self._enabled and not _BUILDING and not numba.core.config.BOUNDSCHECK:
                 sig_, (triple, _, _), code = self._index_key(sig, target_context.codegen())
+                overloads = self._built._load_index()  # {} where there is none, or stale
                 for cpu in _usable_cpus():
-                    data = self._built.load((sig_, (triple, cpu, ""), code))
-                    if data is not None:
-                        return self._impl.rebuild(target_context, data)
+                    name = overloads.get((sig_, (triple, cpu, ""), code))
+                    if name is not None:  # named by the index: its file must load (numba's
+                        # own load takes an unreadable or missing one for a quiet miss)
+                        return self._rebuilt(self._built._load_data(name), sig, target_context)
             return None
 
         def save_overload(self, sig, data):
             try:
                 super().save_overload(sig, data)
-            except OSError:  # a read-only folder: the kernel stays compiled in this process
-                pass
+            except Exception:  # noqa: BLE001 (a read-only or damaged folder: the kernel stays
+                pass           # compiled in this process)
 
     _KernelCache = KernelCache
 
 
 _KernelCache = None
 _cpus = None
+
+
+class _OtherModule(Exception):
+    """A cached entry of this code imported under another module name: a quiet miss."""
+
+
+_warned: list = []  # the damaged entry this process said, at most one
+
+
+def _damaged(function, exc: Exception) -> None:
+    """One warning a process for kernel entries that cannot be used: they compile again."""
+    if _warned:
+        return
+    _warned.append(function)
+    from . import console
+
+    reason = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:200]
+    console.say_warnings([f"a compiled kernel of {function.__module__}.{function.__qualname__} "
+                          f"cannot be loaded ({reason}; in {BUILT} or numba's cache): the kernels "
+                          f"compile again, the same statistics, slower to start"])
 
 
 def _usable_cpus() -> list:
@@ -240,11 +285,14 @@ def built_here() -> bool:
             or not os.path.isdir(BUILT)):
         return False
     tag = f".py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}.nbi"
-    index = next((f for f in sorted(os.listdir(BUILT)) if f.endswith(tag)), None)
-    if index is None:
+    try:
+        index = next((f for f in sorted(os.listdir(BUILT)) if f.endswith(tag)), None)
+        if index is None:
+            return False
+        with open(os.path.join(BUILT, index), "rb") as f:
+            return pickle.load(f) == version  # an index starts with the version that wrote it
+    except Exception:  # noqa: BLE001 (unreadable or damaged: not kernels this process loads)
         return False
-    with open(os.path.join(BUILT, index), "rb") as f:
-        return pickle.load(f) == version  # an index starts with the version that wrote it
 
 
 def status():
