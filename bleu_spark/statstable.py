@@ -188,8 +188,9 @@ def counted_once(table: pa.Table, column: str) -> int:
     """A count (`n_segments`, `n_rejected`) of the rows the statistics stand for, each row once
     however many metrics measured it: a run writes a statistics row per group and metric, each
     with the group's count, so per group (at the table's grain) the count of its metric that
-    covers the most, summed over groups."""
-    keys = group_columns_of(table)
+    covers the most, summed over groups. Nested columns (a segments table's carried
+    `references`) are no keys: they are a segment's, which its scalar key columns name."""
+    keys = [c for c in group_columns_of(table) if not pa.types.is_nested(table.schema.field(c).type)]
     per_metric = table.group_by([*keys, "metric"], use_threads=False).aggregate([(column, "sum")])
     most = pc.fill_null(per_metric[f"{column}_sum"], 0)
     if not keys:

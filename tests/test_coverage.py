@@ -182,3 +182,13 @@ def test_rejected_rows_are_counted_once_too(tmp_path, capsys):
                                "--group-by", "system")
     assert code == 0, err
     assert "segments: scored 80, rejected 6" in out
+
+
+def test_rows_of_a_segments_table_carrying_nested_columns_are_counted_once(tmp_path, capsys):
+    """A segments table may carry the rows' references (a list column) beside their key."""
+    rows = pa.concat_tables(nights((1, ALL, ("bleu", "chrf"))), promote_options="default")
+    rows = rows.append_column("references", pa.array([["r"]] * rows.num_rows, pa.list_(pa.string())))
+    code, out, err = aggregate(capsys, save(tmp_path / "saved", rows), tmp_path / "out",
+                               "--group-by", "system")
+    assert code == 0, err
+    assert "segments: scored 80, rejected 0" in out
