@@ -20,6 +20,7 @@ from ..predicate import Predicate
 from ..tablenames import check_table_name
 from . import io
 from .files import read_files
+from .names import column, columns, map_in_arrow
 
 FILE = "_bleu_spark_file"  # each row's file, while its partition values are joined on
 
@@ -65,9 +66,9 @@ def summed_stats(frame: DataFrame, path: str, where: Optional[Predicate] = None,
     """Statistics rows (`path` names where they are, for messages) filtered and summed."""
     if statstable.METRIC_OPTIONS not in frame.columns:  # saved before it existed: BLEU's ''
         frame = frame.withColumn(statstable.METRIC_OPTIONS, F.lit(""))
-    columns = frame.columns
+    present = frame.columns
     missing = [c for c in (*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS)
-               if c not in columns]
+               if c not in present]
     if missing:
         raise InputNotFoundError(f"{path} is not a bleu-spark statistics table (no column "
                                  f"{', '.join(missing)})")
@@ -75,17 +76,17 @@ def summed_stats(frame: DataFrame, path: str, where: Optional[Predicate] = None,
         frame = frame.where(row_filter(where, frame.schema))
     values = {*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
               *statstable.SAMPLES}
-    stats = [c for c in columns if c not in values and metrics.is_stat_column(c)]
-    groups = [c for c in columns if c not in values and c not in stats and c not in statstable.SEGMENT_VALUES]
+    stats = [c for c in present if c not in values and metrics.is_stat_column(c)]
+    groups = [c for c in present if c not in values and c not in stats and c not in statstable.SEGMENT_VALUES]
     keys = [c for c in groups if kept is None or c in kept] + list(statstable.MEASUREMENT)
     draw = None
-    if resample and statstable.SEGMENT_HASH in columns:  # a segments table: drawn from the hashes
+    if resample and statstable.SEGMENT_HASH in present:  # a segments table: drawn from the hashes
         draw = segments.draw_of([r[0] for r in frame.select(statstable.RESAMPLING).distinct().collect()])
-    frame = frame.select(*keys, *[c for c in frame.columns if c not in keys and c not in groups])
+    frame = frame.select(*columns([*keys, *(c for c in frame.columns if c not in keys and c not in groups)]))
     schema = _summed_schema(frame.schema)
     # Rows of a key meet in one task and are added up there as `score` adds them (replicate sums
     # are lists Spark SQL cannot add element-wise): what reaches the driver is a row per group.
-    summed = frame.repartition(*keys).mapInArrow(_adding_up(keys, schema, draw), schema)
+    summed = map_in_arrow(frame.repartition(*columns(keys)), _adding_up(keys, schema, draw), schema)
     return statstable.upgraded(summed.toArrow())  # format 1's replicate rows came as keys
 
 
@@ -121,21 +122,21 @@ def read_partitioned(spark: SparkSession, stats_path: str, marker: dict) -> Data
     """A partitioned folder's statistics with their partition columns decoded as the job encoded
     them. Spark's own discovery refuses a folder `col=` (how pyarrow, DuckDB and this job name
     ''), so it is off: each file's values come from its path, joined on (a row per file)."""
-    columns = marker["partition_by"]
+    partitioned = marker["partition_by"]
     frame = io.read_parquet(spark, stats_path, what="statistics", merge_schema=True,
                             discover_partitions=False).withColumn(FILE, F.col("_metadata.file_path"))
     files = [r[0] for r in frame.select(FILE).distinct().collect()]
     # Spark gives each path as a URI (a folder `v=%25` as `v=%2525`): decoded once here, and once
     # more by `partition_value`, as the writer escaped it.
-    values = [[store.partition_value(p) for p in unquote(f).split("/")[-1 - len(columns):-1]]
+    values = [[store.partition_value(p) for p in unquote(f).split("/")[-1 - len(partitioned):-1]]
               for f in files]
-    schema = T.StructType([T.StructField(c, T.StringType()) for c in [FILE, *columns]])
+    schema = T.StructType([T.StructField(c, T.StringType()) for c in [FILE, *partitioned]])
     found = spark.createDataFrame([[f, *v] for f, v in zip(files, values)], schema)
     frame = frame.join(F.broadcast(found), FILE).drop(FILE)
     types = marker.get("partition_types", {})
-    for column in columns:  # read back with the types the writing run recorded
-        arrow_type = store.PARTITION_TYPES.get(types.get(column), pa.string())
-        frame = frame.withColumn(column, F.col(column).cast(_spark_type(arrow_type)))
+    for name in partitioned:  # read back with the types the writing run recorded
+        arrow_type = store.PARTITION_TYPES.get(types.get(name), pa.string())
+        frame = frame.withColumn(name, column(name).cast(_spark_type(arrow_type)))
     return frame
 
 
@@ -166,7 +167,7 @@ class SparkEngine:
     """The primitives of `predicate.evaluate` as Spark Columns (SQL's three-valued logic)."""
 
     def column(self, name):
-        return F.col("`" + name.replace("`", "``") + "`")   # a dot in a name is not a field
+        return column(name)
 
     def literal(self, value):
         return F.lit(value)

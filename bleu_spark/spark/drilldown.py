@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from .. import metrics
 from ..segments import POSITION, SENTENCE_SCORE, SEGMENT_HASH
+from . import names
 from .files import read_files
 
 WORST, LOSSES, POINTS = 10, 10, 300
@@ -35,7 +36,7 @@ def _badness(column: str) -> Column:
 
 
 def _top(frame: DataFrame, by: Sequence[str], order: Column, n: int) -> DataFrame:
-    window = Window.partitionBy(*by).orderBy(order, F.col(SEGMENT_HASH))
+    window = Window.partitionBy(*names.columns(by)).orderBy(order, F.col(SEGMENT_HASH))
     return frame.withColumn(_RANK, F.row_number().over(window)).where(F.col(_RANK) <= n).drop(_RANK)
 
 
@@ -54,28 +55,28 @@ def highlights(frame: DataFrame, group_cols: Sequence[str], key_cols: Sequence[s
         # (the same sentence on several days) shares. The k-th row of a hash in a system's rows,
         # in input order, pairs with the k-th of the baseline's: one to one, never one to many.
         frame = frame.withColumn(OCCURRENCE, F.row_number().over(
-            Window.partitionBy(*by, SEGMENT_HASH).orderBy(*POSITION)))
+            Window.partitionBy(*names.columns(by), SEGMENT_HASH).orderBy(*POSITION)))
         pair_on = [SEGMENT_HASH, OCCURRENCE]
     columns = list(dict.fromkeys([*(c for c in key_cols if c not in by), *text_cols]))
     shown = list(dict.fromkeys([*by, *columns, SENTENCE_SCORE, SEGMENT_HASH]))
-    rows = frame.select(*shown, *(c for c in pair_on if c not in shown))
+    rows = frame.select(*names.columns([*shown, *(c for c in pair_on if c not in shown)]))
     found = {"columns": columns, "baseline": baseline,
              "worst": _collected(_top(rows, by, _badness(SENTENCE_SCORE).desc(), WORST), shown)}
     if baseline is None or "system" not in group_cols:
         return found
     same = [c for c in (*group_cols, *pair_on, "metric") if c != "system"]
-    theirs = [F.col(c).alias(f"baseline_{c}") for c in text_cols if c == CANDIDATE]
+    theirs = [names.column(c).alias(f"baseline_{c}") for c in text_cols if c == CANDIDATE]
     base = frame.where(F.col("system") == baseline).select(
-        *dict.fromkeys(same), F.col(SENTENCE_SCORE).alias(BASELINE_SCORE), *theirs)
+        *names.columns(dict.fromkeys(same)), F.col(SENTENCE_SCORE).alias(BASELINE_SCORE), *theirs)
     paired = rows.where(F.col("system") != baseline).join(base, on=list(dict.fromkeys(same)))
     paired = paired.withColumn(LOSS, _badness(SENTENCE_SCORE) + _badness(BASELINE_SCORE) * -1)
     found["losses"] = _collected(_top(paired.where(F.col(LOSS) > 0), by, F.col(LOSS).desc(), LOSSES),
                                  [*shown, *(f"baseline_{c}" for c in text_cols if c == CANDIDATE),
                                   BASELINE_SCORE, LOSS])
-    points = paired.select(*by, SENTENCE_SCORE, BASELINE_SCORE, SEGMENT_HASH)
+    points = paired.select(*names.columns(by), SENTENCE_SCORE, BASELINE_SCORE, SEGMENT_HASH)
     found["points"] = _collected(_top(points, by, F.lit(0), POINTS), [*by, SENTENCE_SCORE, BASELINE_SCORE])
     return found
 
 
-def _collected(frame: DataFrame, columns: Sequence[str]) -> List[dict]:
-    return [dict(zip(columns, r)) for r in frame.select(*columns).collect()]
+def _collected(frame: DataFrame, shown: Sequence[str]) -> List[dict]:
+    return [dict(zip(shown, r)) for r in frame.select(*names.columns(shown)).collect()]

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from .. import store
 from ..errors import InputNotFoundError
 from . import runtime
+from .names import map_in_arrow
 
 
 def write_frame(frame: DataFrame, where: store.TableFiles) -> int:
@@ -28,7 +29,7 @@ def write_frame(frame: DataFrame, where: store.TableFiles) -> int:
                 writer.write(pa.Table.from_batches([batch]))
         yield pa.RecordBatch.from_pydict({"files": pa.array([writer.close()], pa.int64())})
 
-    return sum(r[0] for r in frame.mapInArrow(write, "files long").collect())
+    return sum(r[0] for r in map_in_arrow(frame, write, "files long").collect())
 
 
 def read_files(spark: SparkSession, where: store.TableFiles, files: List[str],

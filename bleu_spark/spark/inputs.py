@@ -24,6 +24,7 @@ from ..errors import UsageError
 from ..rows import AMBIGUOUS_REFERENCE, DUPLICATE_SEGMENT, NO_REFERENCE_ROW
 from ..segments import POSITION
 from . import io, runtime
+from .names import column, columns
 
 REFERENCES = "_references"   # the normalized array<string> the partition function reads
 ROW_REASON = "_row_reason"   # reason found by the checks above, null when the row is fine
@@ -118,12 +119,12 @@ def _one_row_per_segment(refs: DataFrame, options) -> DataFrame:
     """The references table as (join keys, REFERENCES, _ref_rows)."""
     keys = list(options.join_on)
     if options.references_cols[0] in refs.columns:
-        return refs.groupBy(*keys).agg(F.first(options.references_cols[0]).alias(REFERENCES),
+        return refs.groupBy(*columns(keys)).agg(F.first(column(options.references_cols[0])).alias(REFERENCES),
                                        F.count(F.lit(1)).alias(_REF_ROWS))
     ordered = F.array_sort(F.collect_list(F.struct(F.col(REF_ID).alias("i"),
                                                    F.col(REFERENCE).alias("r"))))
     # Several rows per segment are the point of this form: never ambiguous.
-    return refs.groupBy(*keys).agg(F.transform(ordered, lambda e: e["r"]).alias(REFERENCES),
+    return refs.groupBy(*columns(keys)).agg(F.transform(ordered, lambda e: e["r"]).alias(REFERENCES),
                                    F.lit(1).alias(_REF_ROWS))
 
 
@@ -131,7 +132,7 @@ def _duplicates_flagged(frame: DataFrame, group_cols, segment_key) -> DataFrame:
     """Every copy of a (group, segment key) seen twice is rejected: no copy is more right."""
     if not segment_key:
         return frame
-    window = Window.partitionBy(*dict.fromkeys([*group_cols, *segment_key]))
+    window = Window.partitionBy(*columns(dict.fromkeys([*group_cols, *segment_key])))
     duplicate = F.count(F.lit(1)).over(window) > 1
     return frame.withColumn(ROW_REASON, F.coalesce(F.col(ROW_REASON),
                                                    F.when(duplicate, F.lit(DUPLICATE_SEGMENT))))
@@ -152,11 +153,11 @@ def scoring_input(spark: SparkSession, table: io.InputTable, options, group_cols
     def frames():
         df, names = table.frame, options.references_cols
         listed = len(names) == 1 and io.is_string_array(df.schema[names[0]].dataType)
-        references = F.col(names[0]) if listed else F.array(*[F.col(n) for n in names])
+        references = column(names[0]) if listed else F.array(*columns(names))
         added = [references.alias(REFERENCES), F.lit(None).cast("string").alias(ROW_REASON)]
-        where = [F.col(f"_metadata.{name}").alias(column)
-                 for name, column in zip(("file_path", "row_index"), POSITION)] if position else []
-        frame = df.select(*keep, *[c for c in segment_key if c not in keep], *added, *where)
+        where = [F.col(f"_metadata.{name}").alias(alias)
+                 for name, alias in zip(("file_path", "row_index"), POSITION)] if position else []
+        frame = df.select(*columns([*keep, *(c for c in segment_key if c not in keep)]), *added, *where)
         return (_duplicates_flagged(frame, group_cols, segment_key),
                 _duplicates_flagged(df.select("*", *added), group_cols, segment_key))
 
@@ -165,7 +166,7 @@ def scoring_input(spark: SparkSession, table: io.InputTable, options, group_cols
                   "scoring_tasks": len(scan.tasks)}
         return ScoringInput(frames, segment_key, None, None, layout, scan)
     frame, whole = frames()
-    reference_keys = table.frame.select(*segment_key).distinct() if segment_key else None
+    reference_keys = table.frame.select(*columns(segment_key)).distinct() if segment_key else None
     frame, layout = _references_together(spark, frame, options.colocate_references, rows)
     return ScoringInput(lambda: (frame, whole), segment_key, reference_keys, None, layout)
 
@@ -207,18 +208,18 @@ def _joined(spark, df, options, group_cols, keep) -> ScoringInput:
     reason = (F.when(F.col(_MATCHED).isNull(), F.lit(NO_REFERENCE_ROW))
               .when(F.col(_REF_ROWS) > 1, F.lit(AMBIGUOUS_REFERENCE)))
 
-    def joined(columns):
-        together = df.select(*columns).join(segments, on=keys, how="left")
+    def joined(picked):
+        together = df.select(*columns(picked)).join(segments, on=keys, how="left")
         # the input's columns in its order (a join puts its keys first), then what is added
-        frame = together.select(*columns, REFERENCES, reason.alias(ROW_REASON))
+        frame = together.select(*columns(picked), REFERENCES, reason.alias(ROW_REASON))
         return _duplicates_flagged(frame, group_cols, tuple(keys))
 
     frame = joined(list(dict.fromkeys([*keep, *keys])))
-    unmatched = segments.join(df.select(*keys).distinct(), on=keys, how="left_anti")
+    unmatched = segments.join(df.select(*columns(keys)).distinct(), on=keys, how="left_anti")
     # The join brings a segment's rows together already.
     layout = {"colocate_references": "join", "colocated": True}
     whole = joined(df.columns)
-    return ScoringInput(lambda: (frame, whole), tuple(keys), segments.select(*keys), unmatched, layout)
+    return ScoringInput(lambda: (frame, whole), tuple(keys), segments.select(*columns(keys)), unmatched, layout)
 
 
 def check_reference_options(options) -> None:

@@ -23,6 +23,7 @@ from ..resampling import POISSON, SACREBLEU, Resampling
 from ..rows import HINTS
 from ..shown import shown
 from . import catalog, drilldown, inputs, io, runtime
+from .names import column, columns, map_in_arrow
 from .failures import lost_worker_failure, memory_failure
 from .files import write_frame
 from .plan import plan_for
@@ -120,16 +121,16 @@ class JobResult:
 
 def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> DataFrame:
     """One row per (group, tokenizer, metric, reason) over the whole input: the only wide step."""
-    narrow = df.select(*plan.read_columns)
+    narrow = df.select(*columns(plan.read_columns))
     schema = output_schema(plan, narrow.schema)
-    partials = narrow.mapInArrow(partial_sums(plan, *accumulators), schema)
+    partials = map_in_arrow(narrow, partial_sums(plan, *accumulators), schema)
     if plan.replicates or plan.trials:
         # Replicate sums are lists Spark SQL cannot add element-wise: rows of a key meet in one
         # task, where the partition function's own merge adds them up.
-        return partials.repartition(*plan.keys).mapInArrow(merging(plan), schema)
+        return map_in_arrow(partials.repartition(*columns(plan.keys)), merging(plan), schema)
     stats = plan.stat_columns
     no_samples = [F.lit(None).cast("array<bigint>").alias(c) for c in statstable.SAMPLES]
-    return partials.groupBy(*plan.keys).agg(
+    return partials.groupBy(*columns(plan.keys)).agg(
         F.sum(N_SEGMENTS).alias(N_SEGMENTS), F.min(MIN_REFS).alias(MIN_REFS),
         F.max(MAX_REFS).alias(MAX_REFS), F.sum(FINGERPRINT).alias(FINGERPRINT),
         *[F.sum(s).alias(s) for s in stats], *no_samples)
@@ -176,8 +177,8 @@ class Measurement:
         self.references_tokenized = runtime.counter(spark)
         self.plan = plan
         self.sets = plan.sets
-        columns = table.schema.fieldNames()
-        read = [c for c in self.plan.read_columns if c in columns]  # carried segment columns too
+        present = table.schema.fieldNames()
+        read = [c for c in self.plan.read_columns if c in present]  # carried segment columns too
         position = bool(self.plan.segments) and self.plan.segments.key_cols == segments.POSITION
         self.input = inputs.scoring_input(spark, table, options, self.plan.group_cols,
                                           self.plan.langpair_col,
@@ -207,7 +208,7 @@ class Measurement:
         if not self.plan.segment_hash_col:
             return frame
         key = self.input.segment_key or (inputs.REFERENCES,)
-        return frame.withColumn(self.plan.segment_hash_col, F.xxhash64(*key))
+        return frame.withColumn(self.plan.segment_hash_col, F.xxhash64(*columns(key)))
 
     def _segments(self, partials: pa.Table) -> pa.Table:
         """Every scored segment's statistics with its rank in segment-key order (sacrebleu)."""
@@ -222,7 +223,7 @@ class Measurement:
         """The rejected rows with every input column as read (not the internal ones), and `reason`;
         `whole=False`: with the columns the job reads only (enough to show examples)."""
         frame = self.input.whole if whole and self.input.whole is not None else self.input.frame
-        return frame.mapInArrow(rejected_rows(self.plan), rejected_schema(self.plan, frame.schema))
+        return map_in_arrow(frame, rejected_rows(self.plan), rejected_schema(self.plan, frame.schema))
 
     def _failure_message(self) -> str:
         shown = [*self.plan.group_cols, *self.input.segment_key]
@@ -230,7 +231,7 @@ class Measurement:
         # Text columns come back as bytes, decoded here: a value that is not UTF-8 cannot be
         # taken as a string through Spark Connect's Arrow results.
         text = {f.name for f in frame.schema.fields if isinstance(f.dataType, T.StringType)}
-        frame = frame.select([F.col(c).cast("binary").alias(c) if c in text else F.col(c)
+        frame = frame.select([column(c).cast("binary").alias(c) if c in text else column(c)
                               for c in [*shown, REASON]])
         examples = [{c: v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else v
                      for c, v in r.asDict().items()} for r in frame.limit(EXAMPLES_SHOWN).collect()]
@@ -246,7 +247,7 @@ class Measurement:
             return []
         shared = [c for c in self.plan.group_cols if c in self.input.segment_key]
         counts = {tuple(r[c] for c in shared): r["count"]
-                  for r in self.input.reference_keys.groupBy(*shared).count().collect()}
+                  for r in self.input.reference_keys.groupBy(*columns(shared)).count().collect()}
         rows = self.stats.select([*self.plan.group_cols, "n_segments"]).to_pylist()
         expected = [counts.get(tuple(r[c] for c in shared)) for r in rows]
         index = self.stats.schema.get_field_index("n_reference_segments")
