@@ -1,5 +1,5 @@
 """Whoever can write an output folder cannot make a reader or writer of it touch anything outside
-it: every path a commit journal or marker names is confined to DIR, a journal or marker of
+it (a reader touches nothing at all): every path a commit journal or marker names is confined to DIR, a journal or marker of
 another shape is refused in one line naming the file, and nothing is moved or removed."""
 import json
 import os
@@ -110,7 +110,12 @@ def test_a_lock_file_that_is_a_symbolic_link_is_refused(partitioned, tmp_path, c
     os.remove(f"{partitioned}/.lock") if os.path.lexists(f"{partitioned}/.lock") else None
     os.symlink(target, f"{partitioned}/.lock")
     plant(f"{partitioned}/.staging-{RUN}", {"run_id": RUN, "owner": DEAD, "swaps": [], "files": []})
-    refused_everywhere(partitioned, tmp_path, capsys, ".lock is a symbolic link")
+    # a reader takes no lock: it says the commit is left for the next writer, which refuses
+    code = main(["aggregate", "--stats", partitioned, "--output", str(tmp_path / "agg")])
+    err = capsys.readouterr().err
+    assert code == 3 and "left half done" in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(ForeignFileError, match=".lock is a symbolic link"):
+        store.recover(partitioned)
     assert not target.exists()
 
 
@@ -189,7 +194,8 @@ def test_well_formed_journals_still_finish_a_dead_commit(partitioned, tmp_path):
 def test_a_dead_runs_journal_spelling_dir_by_another_path_is_still_replayed(
         whole, tmp_path, capsys):
     """The journal names the retired folder as the dead run spelled DIR (here through a link to
-    its parent): the same folder, so the next reader finishes the commit instead of refusing."""
+    its parent): the same folder, so a reader says the commit is left for the next writer, which
+    finishes it instead of refusing."""
     import shutil
 
     os.symlink(tmp_path / "out", tmp_path / "link")
@@ -197,7 +203,10 @@ def test_a_dead_runs_journal_spelling_dir_by_another_path_is_still_replayed(
     shutil.copytree(whole, staging)   # the dead run's whole result, then its journal
     plant(staging, {"run_id": RUN, "owner": DEAD, "retired": f"{tmp_path}/link/.res.old-{RUN}"})
     code = main(["aggregate", "--stats", whole, "--output", str(tmp_path / "agg")])
-    assert code == 0, capsys.readouterr().err
+    assert code == 3 and "left half done" in capsys.readouterr().err
+    assert os.path.exists(staging)                               # the reader changed nothing
+    store.open_output(whole).abort()
+    assert main(["aggregate", "--stats", whole, "--output", str(tmp_path / "agg")]) == 0
     assert not os.path.exists(staging) and not os.path.exists(f"{os.path.dirname(whole)}/.res.old-{RUN}")
     assert not os.path.exists(f"{whole}/{layout.JOURNAL}")   # the commit finished
 

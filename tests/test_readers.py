@@ -146,3 +146,27 @@ def test_the_text_hive_names_null_by_is_its_own_partition_on_spark(spark, tmp_pa
     assert segments_per_batch(read_stats(spark, folder)) == {None: 3, HIVE_NULL: 5}
     plain = spark.read.parquet(f"{folder}/dashboard").groupBy("batch").sum("n_segments").collect()
     assert {r[0]: r[1] for r in plain} == {None: 3, HIVE_NULL: 5}  # Spark's own discovery
+
+
+@pytest.mark.parametrize("names", [["notes.txt"], ["c-00000000000000000001-x.json"],
+                                   ["p-20260101T000000Z-0000abcd.json", "mine"]])
+def test_a_folder_holding_only_a_commits_folder_of_someone_elses_is_not_written(tmp_path, names):
+    folder = tmp_path / "theirs"
+    os.makedirs(folder / "_commits")
+    for name in names:
+        (folder / "_commits" / name).write_bytes(DEAD_OWNER)
+    before = files_of(str(folder))
+    with pytest.raises(errors.OutputError, match="holds no earlier bleu-spark result"):
+        store.open_output(str(folder))
+    assert files_of(str(folder)) == before
+
+
+def test_what_a_first_run_that_died_before_its_marker_left_is_taken_over(tmp_path):
+    folder = tmp_path / "out"
+    os.makedirs(folder / "_commits" / "f-20260101T000000Z-0000abcd")
+    (folder / "_commits" / "p-20260101T000000Z-0000abcd.json").write_bytes(DEAD_OWNER)
+    out = store.open_output(str(folder))
+    out.write_table("stats", measured(random.Random(1), 3, system="A")[0])
+    out.commit({"run_id": out.run_id})
+    assert statstable.read(str(folder)).num_rows == 1
+    assert [n for n in os.listdir(folder / "_commits") if not n.startswith("c-")] == []

@@ -18,8 +18,9 @@ from ..errors import OutputError
 from .filesystems import filesystem, is_local, settings
 from .layout import (FORMAT_VERSION, MARKER, OUTPUT_FORMAT, RUN_FILE, RUNS, SUCCESS, TABLES,
                      json_bytes, read_marker)
-from .manifest import (COMMITS, ENTRY_FORMAT, LEGACY_RUN, _step, data_prefix, entries, listing,
-                       next_stamp, pending_name, staged_name, write_entry)
+from .manifest import (COMMITS, ENTRY_FORMAT, LEGACY_RUN, PENDING, STAGED, UNLINKED, _step,
+                       data_prefix, entries, listing, next_stamp, pending_name, staged_name,
+                       write_entry)
 from .owner import _locked, owner_record
 from .partitions import (check_partition_columns, check_partition_names, partition_path,
                          partition_values, rows_of)
@@ -303,7 +304,7 @@ def _check_replaceable(fs, path: str, uri: str, partitioned: bool) -> Optional[d
         raise OutputError(f"output {uri} exists and is not a directory")
     entries_ = [e for e in fs.get_file_info(pafs.FileSelector(path))
                 if not e.base_name.startswith((".staging-", ".lock", COMMITS))]
-    if not entries_:
+    if not entries_ and _only_leftovers(fs, f"{path}/{COMMITS}"):
         return None
     marker = read_marker(fs, path)
     if marker is None:
@@ -314,6 +315,13 @@ def _check_replaceable(fs, path: str, uri: str, partitioned: bool) -> Optional[d
                           f"pass --partition-by {','.join(marker['partition_by'])} or write to "
                           f"another folder")
     return marker
+
+
+def _only_leftovers(fs, commits: str) -> bool:
+    """`_commits/` holds nothing but what a first run that died before its marker leaves (its
+    pending record, staged files, an unlinked entry): anything else there is not this job's."""
+    return all(PENDING.fullmatch(i.base_name) or STAGED.fullmatch(i.base_name)
+               or UNLINKED.fullmatch(i.base_name) for i in listing(fs, commits))
 
 
 def open_output(uri: str, partition_by: Sequence[str] = (), run_id: Optional[str] = None):

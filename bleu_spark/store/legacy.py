@@ -161,15 +161,24 @@ def recover_journals(fs, path: str) -> None:
 
 def interrupted(fs, path: str) -> str:
     """What `recover_journals` would replay at `path` ('' for nothing), found without changing
-    anything: a journal in DIR, in a staging folder inside or beside it, or DIR retired beside
-    itself with no DIR left."""
+    anything, and checked as the replay checks it (a journal or folder of another shape, or
+    naming paths outside DIR, is refused here too): a journal beside DIR or in it, a staging
+    folder's inside it, or DIR retired beside itself with no DIR left."""
     if not isinstance(fs, pafs.LocalFileSystem):
         return ""
-    parent, name = os.path.split(path)
-    found = [*(p for p in _beside(fs, path, "staging") if _read_journal(fs, p) is not None),
-             *([f"{path}/{JOURNAL}"] if _read_journal(fs, path) is not None else []),
-             *([p for p, _ in _journaled_stagings(fs, path)] if read_marker(fs, path) else []),
-             *(p for p in _beside(fs, path, "old") if not _exists(fs, path) and _was_result(fs, p))]
+    found = []
+    for staging in _beside(fs, path, "staging"):
+        journal = _read_journal(fs, staging)
+        if journal is not None:
+            _retired(path, journal, staging)
+            found.append(staging)
+    moved_in = _read_journal(fs, path)
+    if moved_in is not None:
+        _retired(path, moved_in, path)
+        found.append(f"{path}/{JOURNAL}")
+    if read_marker(fs, path) is not None:
+        found += [_checked_swaps(fs, path, p, j) and p for p, j in _journaled_stagings(fs, path)]
+    found += [p for p in _beside(fs, path, "old") if not _exists(fs, path) and _was_result(fs, p)]
     return found[0] if found else ""
 
 
