@@ -335,3 +335,118 @@ def test_segments_rejected_and_paired_tables_go_to_the_catalog_too(spark, tmp_pa
     assert spark.table(f"{database}.rejected").select("reason").collect()[0]["reason"]
     with pytest.raises(OutputError, match=r"table drill_db\.\w+ is partitioned by run_date, not by nothing"):
         run_job(spark, JobOptions(input=path, catalog=database, progress_seconds=0))
+
+
+# Names that end a backquoted identifier or a string early if put into SQL text as they are: each
+# tries to move the table to a folder of its own (`{evil}`), or to hide the rest of the statement.
+def hostile_names(evil: str) -> tuple:
+    return (f"x` string) USING parquet LOCATION '{evil}' --",
+            f"y string COMMENT 'z') USING parquet LOCATION '{evil}' --",
+            "a.b", "c``d", "it's \\'", "e`.`f")
+
+
+def test_hostile_names_reach_every_catalog_table_as_names_and_change_nothing_else(
+        spark, tmp_path, in_memory_database):
+    """Every table the sink writes, with data columns, partition columns and partition values
+    named to break out of the SQL: the tables hold exactly those names and rows, in the
+    database's folder, and nothing is made where the names point."""
+    from datetime import date
+
+    from bleu_spark.spark.catalog import TABLES, CatalogSink
+
+    evil = str(tmp_path / "evil")
+    names = hostile_names(evil)
+    day = "d`) USING parquet LOCATION 'elsewhere' --"  # a partition column: no '/' allowed there
+    database = in_memory_database("hostile_db")
+    rows = {name: pa.table({**{n: [f"{name} {n}", "'); DROP TABLE x; --"] for n in names},
+                            day: ["o'clock`", None], "when": [date(2026, 1, 1), None]})
+            for name in TABLES}
+    for _ in range(2):  # created, then written again into the tables as they are
+        sink = CatalogSink(spark, database, (day, "when"), "run").open()
+        for name, table in rows.items():
+            sink.write_table(name, table)
+        assert sorted(sink.commit()) == sorted(f"{database}.{t}" for t in TABLES)
+    for name, table in rows.items():
+        held = spark.table(f"{database}.{name}")
+        assert held.columns == [*names, day, "when"], name
+        key = lambda r: tuple(map(str, r))
+        assert sorted(map(key, held.collect())) == sorted(
+            key([r[c] for c in held.columns]) for r in table.to_pylist()), name
+        location = spark.sql(f"DESCRIBE TABLE EXTENDED {database}.{name}").where(
+            "col_name = 'Location'").collect()[0]["data_type"]
+        assert location.endswith(f"hostile_db.db/{name}"), location
+    assert not os.path.exists(evil) and not os.path.exists(os.path.join(os.getcwd(), "elsewhere"))
+
+
+@pytest.mark.parametrize("partition_by", [("day", "n"), ()], ids=["partitioned", "whole"])
+def test_a_rerun_replaces_every_table_of_its_partitions_together(spark, in_memory_database, partition_by):
+    """A rerun of partitions P writes no rejected rows, segments or paired tests there this time:
+    those tables lose their rows of P (of every partition, unpartitioned), as the folder's commit
+    drops them; partition Q, not rerun, keeps all its tables. Values of every partition type,
+    null, and quotes among them."""
+    from bleu_spark.spark.catalog import CatalogSink
+
+    database = in_memory_database(f"rerun_{len(partition_by)}_db")
+    rerun, kept = [("it's`", 1), (None, None)], [("q", 2)]
+
+    def rows(run, partitions):
+        return pa.table({"run": [run] * len(partitions), "day": [d for d, _ in partitions],
+                         "n": pa.array([n for _, n in partitions], pa.int32())})
+
+    first = {"stats": rerun + kept, "scores": rerun + kept, "dashboard": rerun + kept,
+             "rejected": rerun + kept, "segments": rerun, "paired": kept}
+    second = {"stats": rerun, "scores": rerun, "dashboard": rerun}
+    for run, tables in (("first", first), ("second", second)):
+        sink = CatalogSink(spark, database, partition_by, run).open()
+        for name, partitions in tables.items():
+            sink.write_table(name, rows(run, partitions))
+        sink.commit()
+    for name, partitions in first.items():
+        held = sorted((tuple(r) for r in spark.table(f"{database}.{name}").select(
+            "run", "day", "n").collect()), key=repr)
+        mine = [("second", *p) for p in second.get(name, [])]
+        if partition_by:  # the partitions not rerun keep the first run's rows
+            mine += [("first", *p) for p in partitions if p in kept]
+        assert held == sorted(mine, key=repr), name
+
+
+def test_aggregate_into_the_catalog_alone_and_never_over_the_other_commands_tables(
+        spark, tmp_path, in_memory_database, shared_session, capsys):
+    """`aggregate --catalog` without `--output` ends with its line (exit 0); neither command
+    replaces the other's unpartitioned tables: one line, exit 8, the tables left as they were."""
+    scored, summed = in_memory_database("scored_by_score_db"), in_memory_database("summed_db")
+    out = str(tmp_path / "out")
+    base = ["--progress-seconds", "0"]
+    assert cli.main(["score", "--input", SAMPLE, "--output", out, "--catalog", scored, *base]) == 0
+    assert cli.main(["aggregate", "--stats", out, "--catalog", summed, "--group-by", "langpair"]) == 0
+    assert f"catalog database {summed}" in capsys.readouterr().out
+    assert len({r["langpair"] for r in spark.table(f"{summed}.scores").collect()}) > 1
+    before = {name: spark.table(f"{db}.{name}").collect() for db in (scored, summed)
+              for name in ("stats", "scores")}
+    for argv, held in ((["aggregate", "--stats", out, "--catalog", scored], "score"),
+                       (["score", "--input", SAMPLE, "--catalog", summed], "aggregate")):
+        code = cli.main([*argv, *base[:2 if argv[0] == "score" else 0]])
+        err = capsys.readouterr().err.strip().splitlines()
+        lines = [line for line in err if not line.startswith("bleu-spark: progress:")]
+        assert code == OutputError.exit_code and len(lines) == 1, err
+        assert f"holds the results of bleu-spark {held}" in lines[0], lines
+    assert before == {name: spark.table(f"{db}.{name}").collect() for db in (scored, summed)
+                      for name in ("stats", "scores")}
+
+
+@pytest.mark.classic  # the job's own Spark over a Derby metastore (PYSPARK_SUBMIT_ARGS)
+def test_a_metastore_that_cannot_be_opened_is_one_line_and_its_own_exit_code(tmp_path):
+    from bleu_spark.errors import CatalogUnavailableError
+
+    metastore = Metastore(tmp_path)
+    (tmp_path / "a_file").write_text("")  # the metastore's database is to be made inside a file
+    metastore.conf.update({
+        "spark.hadoop.javax.jdo.option.ConnectionURL":
+            f"jdbc:derby:;databaseName={tmp_path}/a_file/metastore_db;create=true",
+        "spark.hadoop.hive.hmshandler.retry.attempts": "1"})  # the test's time: one try
+    done = metastore.score("--input", SAMPLE, "--catalog", DATABASE)
+    lines = [line for line in done.stderr.splitlines()
+             if not line.startswith("WARNING: Using incubator modules")]  # the JVM's own, at start
+    assert done.returncode == CatalogUnavailableError.exit_code == 18, done.stderr[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("bleu-spark: error: Spark's catalog cannot be "
+                                                   "opened"), done.stderr[-3000:]

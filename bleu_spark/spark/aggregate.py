@@ -19,6 +19,7 @@ from ..errors import InputNotFoundError
 from ..predicate import Predicate
 from ..tablenames import check_table_name
 from . import io
+from .catalog import check_open
 from .files import read_files
 from .names import column, columns, map_in_arrow
 
@@ -55,6 +56,7 @@ def read_stats_table(spark: SparkSession, name: str, where: Optional[Predicate] 
     """Statistics of a table of Spark's catalog (`score --catalog DB` writes `DB.stats`), summed
     per group as `read_stats` sums a folder's; its partition columns are group columns."""
     database, table = check_table_name(name)
+    check_open(spark)
     if not spark.catalog.tableExists(f"{database}.{table}"):
         raise InputNotFoundError(f"--stats-table {name}: no such table in Spark's catalog "
                                  f"(its settings name the catalog: docs/cluster.md)")

@@ -6,7 +6,12 @@ Only Spark SQL is used, so the catalog and the table format are whatever the pla
 settings make them (a Hive metastore, Glue, Unity, an Iceberg or Delta catalog): tables are
 created without a format, which is then `spark.sql.sources.default`. Each run replaces exactly
 the partitions it produced (dynamic partition overwrite, set for that write only), or every row
-of a table without `--partition-by`; a later run's new columns are added to the table.
+of a table without `--partition-by`; a later run's new columns are added to the table. As in the
+output folder, the tables of a partition are replaced together: a table the run wrote no rows of
+a partition into loses its older rows there.
+
+Names from the data reach SQL text only as quoted identifiers (a backtick inside doubled), and
+partition values only as parameters; everything else in the SQL is the job's own text.
 """
 from __future__ import annotations
 
@@ -15,16 +20,19 @@ from contextlib import contextmanager
 from typing import Dict, List, Optional, Sequence
 
 import pyarrow as pa
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import metrics
-from ..errors import OutputError
+from ..errors import CatalogUnavailableError, OutputError
 from ..tablenames import check_database_name as check_database
+from .names import column, columns, identifier
 
 OWNER = "bleu_spark.table"          # the table property that marks a table as this job's
 FORMAT_VERSION = "bleu_spark.format_version"
+COMMAND = "bleu_spark.command"      # whose results a table holds: `score`'s or `aggregate`'s
 TABLES = {
     "scores": "bleu-spark: a row per group of every grouping set and metric, its corpus score",
     "dashboard": "bleu-spark: a row per group and metric with the summed statistics of its score "
@@ -64,7 +72,23 @@ HIVE_DYNAMIC = {"hive.exec.dynamic.partition": "true", "hive.exec.dynamic.partit
 
 
 def quoted(*parts: str) -> str:
-    return ".".join(f"`{p}`" for p in parts)
+    return ".".join(identifier(p) for p in parts)
+
+
+def check_open(spark: SparkSession) -> None:
+    """The catalog's first use, which opens its metastore: one that cannot be opened (a Hive
+    metastore's database or service out of reach) is one line, not the client's traceback."""
+    try:
+        spark.catalog.databaseExists("default")
+    except Exception as exc:  # pyspark's and py4j's errors alike: nothing of the job's ran yet
+        raise CatalogUnavailableError(f"Spark's catalog cannot be opened (its metastore is set by "
+                                      f"the platform's Spark settings: docs/cluster.md): "
+                                      f"{_first_line(exc)}") from None
+
+
+def _first_line(exc: Exception) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0][:300] if lines else type(exc).__name__
 
 
 def column_comment(name: str, partition_by: Sequence[str]) -> str:
@@ -81,15 +105,18 @@ def column_comment(name: str, partition_by: Sequence[str]) -> str:
 class CatalogSink:
     """A run's tables held as they are made, then written into `database` at `commit`."""
 
-    def __init__(self, spark: SparkSession, database: str, partition_by: Sequence[str], run_id: str):
+    def __init__(self, spark: SparkSession, database: str, partition_by: Sequence[str], run_id: str,
+                 command: str = "score"):
         check_database(database)
-        self.spark, self.database = spark, database
+        self.spark, self.database, self.command = spark, database, command
         self.partition_by, self.run_id = tuple(partition_by), run_id
         self.tables: Dict[str, object] = {}   # name -> pa.Table or DataFrame, in write order
 
     def open(self) -> "CatalogSink":
         """Tables of ours already there checked now, before any scoring: a foreign one, or one
-        partitioned otherwise, fails the run before it costs anything."""
+        partitioned otherwise, or holding the other command's results, fails the run before it
+        costs anything."""
+        check_open(self.spark)
         for name in TABLES:
             if self._exists(name):
                 self._check_ours(name)
@@ -102,12 +129,11 @@ class CatalogSink:
         """Every table written, the database created first if need be; the names written."""
         self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quoted(self.database)} "
                        f"COMMENT 'bleu-spark results'")
-        written = []
-        for name, table in self.tables.items():
-            frame = self._frame(table)
+        frames = {name: self._frame(table) for name, table in self.tables.items()}
+        for name, frame in frames.items():
             self._write(name, frame)
-            written.append(f"{self.database}.{name}")
-        return written
+        self._replace_together(frames)
+        return [f"{self.database}.{name}" for name in frames]
 
     def _frame(self, table) -> DataFrame:
         return table if isinstance(table, DataFrame) else self.spark.createDataFrame(table)
@@ -121,6 +147,10 @@ class CatalogSink:
         if properties.get(OWNER) != name:
             raise OutputError(f"table {self.database}.{name} exists and was not made by bleu-spark "
                               f"(no {OWNER} property); name another --catalog database")
+        held = properties.get(COMMAND, self.command)  # tables made before the property: taken as ours
+        if held != self.command:
+            raise OutputError(f"table {self.database}.{name} holds the results of bleu-spark "
+                              f"{held}, not of {self.command}; name another --catalog database")
         partitions = [c.name for c in self.spark.catalog.listColumns(f"{self.database}.{name}")
                       if c.isPartition]
         if partitions != list(self.partition_by):
@@ -135,38 +165,41 @@ class CatalogSink:
         else:
             self._check_ours(name)
             self._add_columns(name, frame.schema)
+            self._sql(f"ALTER TABLE {quoted(self.database, name)} SET TBLPROPERTIES "
+                      f"('{COMMAND}' = '{self.command}')", name)
         target = self.spark.table(f"{self.database}.{name}").schema
         mine = {f.name: f for f in frame.schema.fields}
-        columns = []
+        selected = []
         for field in target.fields:  # by position, as the table holds them (partitions last)
             if field.name not in mine:  # a column of an earlier run's metric: null in this run
-                columns.append(F.lit(None).cast(field.dataType).alias(field.name))
+                selected.append(F.lit(None).cast(field.dataType).alias(field.name))
             elif _same_type(mine[field.name].dataType, field.dataType):
                 # cast: an all-null column, or an array whose elements may be null in one only
-                columns.append(F.col(f"`{field.name}`").cast(field.dataType).alias(field.name))
+                selected.append(column(field.name).cast(field.dataType).alias(field.name))
             else:
                 raise OutputError(f"column {field.name} of {self.database}.{name} is "
                                   f"{field.dataType.simpleString()}, this run's is "
                                   f"{mine[field.name].dataType.simpleString()}; name another "
                                   f"--catalog database")
         with _settings(self.spark, DYNAMIC), _settings(self.spark, HIVE_DYNAMIC, required=False):
-            frame.select(*columns).write.insertInto(f"{self.database}.{name}", overwrite=True)
+            frame.select(*selected).write.insertInto(f"{self.database}.{name}", overwrite=True)
 
     def _create(self, name: str, schema: T.StructType) -> None:
         missing = [c for c in self.partition_by if c not in schema.fieldNames()]
         if missing:
             raise OutputError(f"table {name} has no partition column {', '.join(missing)}")
-        columns = ", ".join(self._column(f) for f in schema.fields)
-        partitioned = (f" PARTITIONED BY ({', '.join(f'`{c}`' for c in self.partition_by)})"
+        defined = ", ".join(self._column(f) for f in schema.fields)
+        partitioned = (f" PARTITIONED BY ({', '.join(map(identifier, self.partition_by))})"
                        if self.partition_by else "")
-        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {quoted(self.database, name)} ({columns})"
-                       f"{partitioned} COMMENT {_literal(TABLES[name])} TBLPROPERTIES "
-                       f"('{OWNER}' = '{name}', '{FORMAT_VERSION}' = '1')")
+        self._sql(f"CREATE TABLE IF NOT EXISTS {quoted(self.database, name)} ({defined})"
+                  f"{partitioned} COMMENT {_literal(TABLES[name])} TBLPROPERTIES "
+                  f"('{OWNER}' = '{name}', '{FORMAT_VERSION}' = '1', '{COMMAND}' = '{self.command}')",
+                  name)
 
     def _column(self, field: T.StructField) -> str:
         # An all-null column has no type a table can hold: a string column until a run has values.
         kind = "string" if isinstance(field.dataType, T.NullType) else field.dataType.simpleString()
-        return (f"`{field.name}` {kind} "
+        return (f"{identifier(field.name)} {kind} "
                 f"COMMENT {_literal(column_comment(field.name, self.partition_by))}")
 
     def _add_columns(self, name: str, schema: T.StructType) -> None:
@@ -175,8 +208,50 @@ class CatalogSink:
         held = set(self.spark.table(f"{self.database}.{name}").columns)
         new = [f for f in schema.fields if f.name not in held]
         if new:
-            self.spark.sql(f"ALTER TABLE {quoted(self.database, name)} ADD COLUMNS "
-                           f"({', '.join(self._column(f) for f in new)})")
+            self._sql(f"ALTER TABLE {quoted(self.database, name)} ADD COLUMNS "
+                      f"({', '.join(self._column(f) for f in new)})", name)
+
+    def _sql(self, text: str, name: str, args: Optional[dict] = None) -> None:
+        """A statement on table `name`; one the catalog refuses (a column name its format cannot
+        hold, say) is one line."""
+        try:
+            self.spark.sql(text, args=args)
+        except AnalysisException as exc:
+            raise OutputError(f"the catalog refused to change table {self.database}.{name}: "
+                              f"{_first_line(exc)}") from None
+
+    def _replace_together(self, frames: Dict[str, DataFrame]) -> None:
+        """Our tables this run wrote nothing into for one of its partitions (no rejected rows
+        this time, no segments) lose their older rows there, as the folder's commit drops them;
+        without partitions, such a table is emptied."""
+        if not self.partition_by:
+            for name in TABLES:
+                if name not in frames and self._exists(name):
+                    full = f"{self.database}.{name}"
+                    empty = self.spark.createDataFrame([], self.spark.table(full).schema)
+                    empty.write.insertInto(full, overwrite=True)
+            return
+        held = {name: self._partitions(frame) for name, frame in frames.items()}
+        produced = set().union(*held.values())
+        for name in TABLES:
+            stale = produced - held.get(name, set())
+            if stale and self._exists(name):
+                for values in sorted(stale, key=repr):
+                    self._drop_partition(name, values)
+
+    def _partitions(self, frame: DataFrame) -> set:
+        return {tuple(r) for r in frame.select(*columns(self.partition_by)).distinct().collect()}
+
+    def _drop_partition(self, name: str, values: tuple) -> None:
+        """One partition's rows removed; its values go in as parameters, never as SQL text."""
+        args = {f"p{i}": v for i, v in enumerate(values)}
+        spec = ", ".join(f"{identifier(c)} = :p{i}" for i, c in enumerate(self.partition_by))
+        full = quoted(self.database, name)
+        try:
+            self.spark.sql(f"ALTER TABLE {full} DROP IF EXISTS PARTITION ({spec})", args=args)
+        except AnalysisException:  # a format without Hive partitions (Delta, Iceberg): deleted
+            match = " AND ".join(f"{identifier(c)} <=> :p{i}" for i, c in enumerate(self.partition_by))
+            self._sql(f"DELETE FROM {full} WHERE {match}", name, args)
 
 
 def _same_type(mine: T.DataType, held: T.DataType) -> bool:
