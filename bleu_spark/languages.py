@@ -80,9 +80,9 @@ def _is_tag(subtags: Sequence[str]) -> bool:
     """Whether subtags are a language tag as pairs write them: `ja`, `jpn`, `ja-JP`, `zh-Hant-TW`,
     `es-419` (a 2-letter language must be ISO 639-1 or a spelling of the table's languages)."""
     language, rest = subtags[0].lower(), [s.lower() for s in subtags[1:]]
-    if not (language.isalpha() and language.isascii()):
-        return False
-    if len(language) == 2 and not _is_language(language) or len(language) == 4 or len(language) > 8:
+    if not (language.isalpha() and language.isascii()) or len(language) in (1, 4) or len(language) > 8:
+        return False  # a singleton (`x`) or a script is no language
+    if len(language) == 2 and not _is_language(language):
         return False
     if rest and len(rest[0]) == 4 and rest[0].isalpha():  # a script: Hans, Hant, Latn
         rest = rest[1:]

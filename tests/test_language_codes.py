@@ -32,10 +32,10 @@ SPELLINGS = [
     ("en-zh-Hant", "zh"), ("en-zh-tw", "zh"), ("en-zh-Hant-TW", "zh"), ("EN-ZH-HANT-TW", "zh"),
     ("en_GB-zh_Hans_CN", "zh"), ("en-ja-jp", "ja"), ("en-ko-", "ko"), ("en--ja", "ja"),
     ("de-en-us", "en"), ("en-gb-de", "de"), ("zh-cn-en", "en"), ("en-pt-BR", "pt"),
-    ("en-es-419", "es"),
+    ("en-es-419", "es"), ("zh-Hant-en", "en"), ("sr-Latn-RS-en-US", "en"),
     # no target to tell
     ("en-pt-br", None),   # Portuguese of Brazil or Breton of Portugal
-    ("en-ko-KR-x", None), ("en/ko", None),
+    ("en-ko-KR-x", None), ("en/ko", None), ("en-x-ko", None),
     ("enja", None), ("ja", None), ("jpn", None), ("", None), (None, None), ("en-ja-x-y-z", None),
     ("en-xx", None),
 ]
