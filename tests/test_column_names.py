@@ -76,3 +76,17 @@ def test_a_references_table_joined_on_such_names(spark, tmp_path):
         on_invalid="quarantine", output=str(tmp_path / "inline"), progress_seconds=0))
     score = lambda result: {r[GROUP]: r["score"] for r in result.scores}
     assert score(joined) == score(inline) and len(score(inline)) == 3
+
+
+def test_the_failure_message_names_such_columns_values(spark, tmp_path):
+    """Under `--on-invalid fail` (the default) the message shows the rejected row's group and
+    segment key by those names."""
+    from bleu_spark.errors import InvalidRowsError
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    paths = named_input(str(tmp_path))
+    with pytest.raises(InvalidRowsError, match=rf"e\.g\. g\.h='g\d', langpair='cs-en', {KEY}='\d+': "
+                                               rf"null_candidate;") as raised:
+        run_job(spark, JobOptions(input=paths["input"], group_by=(GROUP,), segment_key=(KEY,),
+                                  output=str(tmp_path / "out"), progress_seconds=0))
+    assert "1 rows cannot be scored" in str(raised.value)
