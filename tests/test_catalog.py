@@ -450,3 +450,44 @@ def test_a_metastore_that_cannot_be_opened_is_one_line_and_its_own_exit_code(tmp
     assert done.returncode == CatalogUnavailableError.exit_code == 18, done.stderr[-3000:]
     assert len(lines) == 1 and lines[0].startswith("bleu-spark: error: Spark's catalog cannot be "
                                                    "opened"), done.stderr[-3000:]
+
+
+def test_a_run_with_hostile_column_names_into_the_catalog_then_its_rerun(spark, tmp_path, in_memory_database):
+    """The job's own path with such names: grouped by one, partitioned by another, an unnamed
+    one in the rejected row, a carried one in the segments, paired tests; every table holds what
+    the folder holds. Then the partition again without the bad row, segments or paired tests:
+    their tables lose that partition's rows, as the folder's do."""
+    from bleu_spark.resampling import Resampling
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    evil = str(tmp_path / "evil")
+    group, unnamed, carried, _, _, _ = hostile_names(evil)
+    day = "d`a.y') --"
+    table = pq.read_table(day_inputs(str(tmp_path))[DAYS[0]])
+    table = table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
+    n = table.num_rows
+    table = table.append_column(group, pa.repeat(pa.scalar("v'`"), n)).append_column(
+        day, table["run_date"]).append_column(unnamed, pa.array(range(n))).append_column(
+        carried, pa.array([f"c{i}" for i in range(n)]))
+    bad = table.slice(0, 1).set_column(table.schema.get_field_index("candidate"), "candidate",
+                                       pa.array([None], pa.string()))
+    paths = {"bad": str(tmp_path / "bad.parquet"), "good": str(tmp_path / "good.parquet")}
+    pq.write_table(pa.concat_tables([table, bad]), paths["bad"])
+    pq.write_table(table, paths["good"])
+    database, out = in_memory_database("hostile_run_db"), str(tmp_path / "out")
+    common = dict(output=out, catalog=database, group_by=("system", "langpair", group),
+                  partition_by=(day,), on_invalid="quarantine", progress_seconds=0)
+    run_job(spark, JobOptions(input=paths["bad"], segments=True, segments_columns=(carried,),
+                              resampling=Resampling(paired_bs=True, baseline=SYSTEMS[0], n_bootstrap=20),
+                              **common))
+    for name in ("stats", "scores", "dashboard", "paired", "rejected", "segments"):
+        held = spark.table(f"{database}.{name}")
+        assert group in held.columns and held.columns[-1] == day, name
+        assert held.count() == len(folder_table(out, name)) > 0, name
+    assert spark.table(f"{database}.rejected").select(unnamed).collect()[0][0] == 0
+    assert carried in spark.table(f"{database}.segments").columns
+    run_job(spark, JobOptions(input=paths["good"], **common))
+    for name in ("paired", "rejected", "segments"):
+        assert spark.table(f"{database}.{name}").count() == 0, name
+    assert spark.table(f"{database}.scores").count() == len(folder_table(out, "scores")) > 0
+    assert not os.path.exists(evil)
