@@ -491,3 +491,17 @@ def test_a_run_with_hostile_column_names_into_the_catalog_then_its_rerun(spark, 
         assert spark.table(f"{database}.{name}").count() == 0, name
     assert spark.table(f"{database}.scores").count() == len(folder_table(out, "scores")) > 0
     assert not os.path.exists(evil)
+
+
+def test_a_column_whose_type_changed_is_one_line_whatever_its_name(spark, in_memory_database):
+    from bleu_spark.spark.catalog import CatalogSink
+
+    database, name = in_memory_database("retyped_db"), "two\nlines`"
+    first = CatalogSink(spark, database, (), "first").open()
+    first.write_table("scores", pa.table({name: ["1"]}))
+    first.commit()
+    second = CatalogSink(spark, database, (), "second").open()
+    second.write_table("scores", pa.table({name: [1]}))
+    with pytest.raises(OutputError) as refused:
+        second.commit()
+    assert "\n" not in str(refused.value) and '"two\\nlines`"' in str(refused.value)

@@ -27,6 +27,7 @@ from pyspark.sql import types as T
 
 from .. import metrics
 from ..errors import CatalogUnavailableError, OutputError
+from ..shown import shown
 from ..tablenames import check_database_name as check_database
 from .names import column, columns, identifier
 
@@ -177,7 +178,7 @@ class CatalogSink:
                 # cast: an all-null column, or an array whose elements may be null in one only
                 selected.append(column(field.name).cast(field.dataType).alias(field.name))
             else:
-                raise OutputError(f"column {field.name} of {self.database}.{name} is "
+                raise OutputError(f"column {shown(field.name)} of {self.database}.{name} is "
                                   f"{field.dataType.simpleString()}, this run's is "
                                   f"{mine[field.name].dataType.simpleString()}; name another "
                                   f"--catalog database")
