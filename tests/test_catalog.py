@@ -505,3 +505,23 @@ def test_a_column_whose_type_changed_is_one_line_whatever_its_name(spark, in_mem
     with pytest.raises(OutputError) as refused:
         second.commit()
     assert "\n" not in str(refused.value) and '"two\\nlines`"' in str(refused.value)
+
+
+def test_a_catalog_that_cannot_be_opened_for_stats_table_or_catalog_is_exit_18():
+    """Whatever the first catalog call raises (py4j's, pyspark's or Connect's error), both ways
+    into the catalog say it in one line with their own exit code."""
+    from types import SimpleNamespace
+
+    from bleu_spark.errors import CatalogUnavailableError
+    from bleu_spark.spark.aggregate import read_stats_table
+    from bleu_spark.spark.catalog import CatalogSink
+
+    def unreachable(*args):
+        raise RuntimeError("Unable to instantiate SessionHiveMetaStoreClient\n\tat org.apache...")
+
+    spark = SimpleNamespace(catalog=SimpleNamespace(databaseExists=unreachable, tableExists=unreachable))
+    for attempt in (lambda: read_stats_table(spark, "mt.stats"),
+                    lambda: CatalogSink(spark, "mt", (), "run").open()):
+        with pytest.raises(CatalogUnavailableError) as refused:
+            attempt()
+        assert str(refused.value).endswith(": Unable to instantiate SessionHiveMetaStoreClient")
