@@ -20,7 +20,7 @@ from bleu_spark.resampling import (MAX_SACREBLEU_SEGMENTS, ar_swaps, bootstrap_s
                                    poisson_weights, replicate_sums, sacrebleu_interval,
                                    sacrebleu_paired_ar, sacrebleu_paired_bs, scores_of_sums,
                                    with_bootstrap_fields)
-from bleu_spark.metrics.bleu import BleuConfig
+from bleu_spark.metrics.bleu import Bleu, BleuConfig
 from bleu_spark.errors import UsageError
 from bleu_spark.oracle import reference_streams
 from bleu_spark.metrics.bleu import bleu_from_statistics
@@ -68,7 +68,7 @@ def assert_interval_matches_sacrebleu(hypotheses, references, config, n_samples,
                                       monkeypatch, tokenize="13a"):
     monkeypatch.setenv("SACREBLEU_SEED", str(seed))
     stats = our_statistics(hypotheses, references, config, tokenize)
-    ours = sacrebleu_interval(stats, config, n_samples=n_samples, seed=seed)
+    ours = sacrebleu_interval(stats, Bleu(config), n_samples=n_samples, seed=seed)
     theirs = sacrebleu_metric(config, tokenize).corpus_score(
         hypotheses, reference_streams(references), n_bootstrap=n_samples)
     assert ours.score == pytest.approx(theirs.score, abs=TOLERANCE)
@@ -95,7 +95,7 @@ def assert_paired_matches_sacrebleu(baseline, system, references, config, monkey
     bl_stats = our_statistics(baseline, references, config, tokenize)
     sys_stats = our_statistics(system, references, config, tokenize)
 
-    ours = sacrebleu_paired_bs(bl_stats, sys_stats, config, n_samples=n_samples, seed=seed)
+    ours = sacrebleu_paired_bs(bl_stats, sys_stats, Bleu(config), n_samples=n_samples, seed=seed)
     _, bl_result, sys_result = sacrebleu_paired(baseline, system, references, config, "bs",
                                                 n_samples, tokenize)
     assert ours.delta == pytest.approx(sys_result.score - bl_result.score, abs=TOLERANCE)
@@ -109,7 +109,7 @@ def assert_paired_matches_sacrebleu(baseline, system, references, config, monkey
     low, high = resampling.percentile_bounds(resampled[1] - resampled[0])
     assert (ours.delta_ci_low, ours.delta_ci_high) == pytest.approx((low, high), abs=TOLERANCE)
 
-    ours = sacrebleu_paired_ar(bl_stats, sys_stats, config, n_trials=n_trials, seed=seed)
+    ours = sacrebleu_paired_ar(bl_stats, sys_stats, Bleu(config), n_trials=n_trials, seed=seed)
     _, bl_result, sys_result = sacrebleu_paired(baseline, system, references, config, "ar",
                                                 n_trials, tokenize)
     assert ours.delta == pytest.approx(sys_result.score - bl_result.score, abs=TOLERANCE)
@@ -160,7 +160,7 @@ def test_paired_ar_with_default_trials(monkeypatch):
     (baseline, system), references = generated_corpus(9, 50)
     monkeypatch.setenv("SACREBLEU_SEED", "12345")
     ours = sacrebleu_paired_ar(our_statistics(baseline, references, BleuConfig()),
-                               our_statistics(system, references, BleuConfig()), BleuConfig())
+                               our_statistics(system, references, BleuConfig()), Bleu(BleuConfig()))
     _, _, sys_result = sacrebleu_paired(baseline, system, references, BleuConfig(), "ar", 0)
     assert ours.p_value == pytest.approx(sys_result.p_value, abs=TOLERANCE)
 
@@ -184,12 +184,12 @@ def test_signature_fields_are_sacrebleus(monkeypatch):
 def test_replay_refuses_what_it_cannot_replay():
     too_many = np.zeros((MAX_SACREBLEU_SEGMENTS + 1, 10), np.int64)
     with pytest.raises(UsageError, match="poisson"):
-        sacrebleu_interval(too_many, BleuConfig())
+        sacrebleu_interval(too_many, Bleu(BleuConfig()))
     weighted = BleuConfig(weights=(0.4, 0.3, 0.2, 0.1))
     with pytest.raises(UsageError, match="weights"):
-        sacrebleu_interval(np.ones((3, 10), np.int64), weighted)
+        sacrebleu_interval(np.ones((3, 10), np.int64), Bleu(weighted))
     with pytest.raises(UsageError, match="same segments"):
-        sacrebleu_paired_bs(np.ones((3, 10), np.int64), np.ones((4, 10), np.int64), BleuConfig())
+        sacrebleu_paired_bs(np.ones((3, 10), np.int64), np.ones((4, 10), np.int64), Bleu(BleuConfig()))
 
 
 # --- sacrebleu replay on the bundled WMT22 sample -----------------------------------------------
@@ -303,7 +303,7 @@ def summed_rows_and_config(draw):
 @given(summed_rows_and_config())
 def test_scores_of_sums_equal_the_scalar_score(rows_and_config):
     rows, config = rows_and_config
-    for row, score in zip(rows, scores_of_sums(rows, config)):
+    for row, score in zip(rows, scores_of_sums(rows, Bleu(config))):
         assert score == pytest.approx(bleu_from_statistics(row.tolist(), config)[0], abs=1e-12)
 
 
@@ -311,9 +311,9 @@ def test_poisson_interval_is_near_sacrebleus():
     config = BleuConfig()
     (hypotheses, _), references = generated_corpus(11, 500)
     stats = our_statistics(hypotheses, references, config)
-    replay = sacrebleu_interval(stats, config)
+    replay = sacrebleu_interval(stats, Bleu(config))
     weights = poisson_weights(np.arange(len(stats), dtype=np.int64) * 7919, 12345, 1000)
-    replicate_scores = scores_of_sums(replicate_sums(stats, weights), config)
+    replicate_scores = scores_of_sums(replicate_sums(stats, weights), Bleu(config))
     interval = poisson_interval(replay.score, replicate_scores, 12345)
     assert abs(interval.low - replay.low) < 1.0 and abs(interval.high - replay.high) < 1.0
     assert abs(interval.mean - replay.mean) < 0.5
@@ -336,7 +336,7 @@ def test_poisson_paired_bs_equals_direct_weighted_sums():
     baseline, system, config = paired_stats()
     weights = poisson_weights(np.arange(len(baseline), dtype=np.int64), 3, 300)
     paired = poisson_paired_bs(baseline.sum(0), replicate_sums(baseline, weights),
-                               system.sum(0), replicate_sums(system, weights), config)
+                               system.sum(0), replicate_sums(system, weights), Bleu(config))
 
     def score(stats):
         return bleu_from_statistics(stats.tolist(), config)[0]
@@ -359,7 +359,7 @@ def test_poisson_paired_ar_equals_direct_swaps(identical_share):
     baseline, system, config = paired_stats(identical_share=identical_share)
     swaps = ar_swaps(np.arange(len(baseline), dtype=np.int64), 8, 400)
     paired = poisson_paired_ar(baseline.sum(0), system.sum(0), replicate_sums(baseline, swaps),
-                               replicate_sums(system, swaps), config)
+                               replicate_sums(system, swaps), Bleu(config))
 
     def score(stats):
         return bleu_from_statistics(stats.tolist(), config)[0]
@@ -380,14 +380,14 @@ def test_poisson_paired_ar_ties_survive_last_bit_differences(monkeypatch):
     baseline, system, config = paired_stats(identical_share=0.97)
     swaps = ar_swaps(np.arange(len(baseline), dtype=np.int64), 8, 400)
     args = (baseline.sum(0), system.sum(0), replicate_sums(baseline, swaps),
-            replicate_sums(system, swaps), config)
+            replicate_sums(system, swaps), Bleu(config))
     exact = poisson_paired_ar(*args)
     vectorized = poisson.scores_of_sums
     calls = []
 
-    def off_by_last_bits(sums, config):
+    def off_by_last_bits(sums, metric):
         calls.append(len(calls))
-        return vectorized(sums, config) * (1 + 4e-16 * (-1) ** len(calls))
+        return vectorized(sums, metric) * (1 + 4e-16 * (-1) ** len(calls))
 
     monkeypatch.setattr(poisson, "scores_of_sums", off_by_last_bits)
     assert poisson_paired_ar(*args).p_value == exact.p_value

@@ -1,6 +1,7 @@
 """The Spark layer on one shared local[2] session: exactness, partition invariance, accounting."""
 import json
 from collections import defaultdict
+from dataclasses import asdict
 
 import pyarrow.parquet as pq
 import pytest
@@ -60,7 +61,7 @@ def test_job_equals_sacrebleu_on_every_group_of_the_sample(spark, tmp_path):
                                  BleuConfig(tokenize="char", smooth_method="add-k", smooth_value=2)])
 def test_options_reach_the_executors(sample, cfg):
     small = sample.where("seg_id < 40 and langpair in ('de-en', 'en-zh')")
-    scores = score_dataframe(small, config=cfg)
+    scores = score_dataframe(small, **asdict(cfg))
     oracle = oracle_by_group([r.asDict(recursive=True) for r in small.collect()], cfg)
     for row in scores:
         assert_matches_sacrebleu(row, oracle[row["langpair"], row["system"]])
@@ -70,7 +71,7 @@ def test_sentencepiece_model_is_shipped_to_executors(sample, spm_model):
     small = sample.where("seg_id < 30 and langpair = 'de-en'")
     cfg = BleuConfig(tokenize="flores200", spm_model=spm_model)
     oracle = oracle_by_group([r.asDict(recursive=True) for r in small.collect()], cfg)
-    for row in score_dataframe(small, config=cfg):
+    for row in score_dataframe(small, **asdict(cfg)):
         assert_matches_sacrebleu(row, oracle[row["langpair"], row["system"]])
 
 

@@ -14,7 +14,7 @@ REGISTRY: Dict[str, Type[Metric]] = {m.name: m for m in (Bleu, Chrf, ChrfPlusPlu
 DEFAULT = ("bleu",)
 
 __all__ = ["Choices", "Metric", "StatColumn", "REGISTRY", "DEFAULT", "get", "parse_names", "configured",
-           "of_row", "is_stat_column", "stat_column", "stat_order", "as_metric", "checked_choices",
+           "of_row", "is_stat_column", "stat_column", "stat_order", "checked_choices",
            "config_record"]
 
 
@@ -107,8 +107,3 @@ def config_record(choices: Mapping[str, Any]) -> dict:
     for metric in REGISTRY.values():
         record.update(metric.settings_record(values))
     return {**record, "spm_model": values["spm_model"]}
-
-
-def as_metric(metric) -> Metric:
-    """A metric, or BLEU of BLEU's options (the scoring choices BLEU's functions took)."""
-    return metric if isinstance(metric, Metric) else Bleu(metric)

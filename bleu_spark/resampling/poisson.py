@@ -15,7 +15,6 @@ import math
 import numpy as np
 
 from ..errors import UsageError
-from ..metrics import as_metric
 from .options import POISSON
 from .percentiles import percentile_bounds
 from .results import PAIRED_AR_HASHED, PAIRED_BS_POISSON, Interval, Paired, sacrebleu_p_value
@@ -169,9 +168,9 @@ def replicate_sums(stats: np.ndarray, weights: np.ndarray) -> np.ndarray:
 # --- scores of many summed vectors at once -------------------------------------------------------
 
 def scores_of_sums(sums: np.ndarray, metric) -> np.ndarray:
-    """The score of each row of `sums` (B, width), by the metric's vectorized formula (`metric`:
-    a metric, or BLEU's options), equal to its scalar score within 1e-12."""
-    return as_metric(metric).scores(np.asarray(sums))
+    """The score of each row of `sums` (B, width), by the metric's vectorized formula, equal to
+    its scalar score within 1e-12."""
+    return metric.scores(np.asarray(sums))
 
 
 # --- intervals and paired tests ---------------------------------------------------------------
@@ -192,14 +191,13 @@ def _full_delta(baseline_sums, system_sums, metric) -> float:
 
 
 def poisson_paired_bs(baseline_sums, baseline_reps, system_sums, system_reps,
-                      config) -> Paired:
+                      metric) -> Paired:
     """Paired bootstrap on replicate sums built with the same per-segment weights for both
     systems; the p-value is sacrebleu's (|sys - bl| per replicate, minus its mean, > |delta|)."""
     baseline_reps, system_reps = np.asarray(baseline_reps), np.asarray(system_reps)
     if baseline_reps.shape != system_reps.shape:
         raise UsageError(f"baseline replicates {baseline_reps.shape} and system replicates "
                          f"{system_reps.shape} differ")
-    metric = as_metric(config)
     delta = _full_delta(baseline_sums, system_sums, metric)
     differences = scores_of_sums(system_reps, metric) - scores_of_sums(baseline_reps, metric)
     sample_diffs = np.abs(differences)
@@ -215,7 +213,7 @@ def _exact_gaps(first: np.ndarray, second: np.ndarray, metric) -> np.ndarray:
 
 
 def poisson_paired_ar(baseline_sums, system_sums, baseline_swapped, system_swapped,
-                      config) -> Paired:
+                      metric) -> Paired:
     """Paired approximate randomization from sums: `*_swapped[t]` is the sum of that system's
     statistics over the segments trial t swaps (`replicate_sums(stats, ar_swaps(...))`).
 
@@ -227,7 +225,6 @@ def poisson_paired_ar(baseline_sums, system_sums, baseline_swapped, system_swapp
     baseline_swapped, system_swapped = np.asarray(baseline_swapped), np.asarray(system_swapped)
     trial_system = system_sums - system_swapped + baseline_swapped
     trial_baseline = baseline_sums - baseline_swapped + system_swapped
-    metric = as_metric(config)
     delta = _full_delta(baseline_sums, system_sums, metric)
     gaps = np.abs(scores_of_sums(trial_system, metric) - scores_of_sums(trial_baseline, metric))
     near = np.abs(gaps - abs(delta)) < 1e-9

@@ -16,7 +16,6 @@ import statistics
 import numpy as np
 
 from ..errors import UsageError
-from ..metrics import as_metric
 from .options import DEFAULT_AR_TRIALS, DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, SACREBLEU
 from .percentiles import percentile_bounds, percentile_positions
 from .results import PAIRED_AR, PAIRED_BS, Interval, Paired, sacrebleu_p_value
@@ -31,10 +30,9 @@ MEMORY_BUDGET_BYTES = 2 * 1024 ** 3
 MAX_SACREBLEU_SEGMENTS = 200_000
 
 
-def sacrebleu_metric(config):
-    """sacrebleu's own metric with the scoring settings of `config` (a metric, or BLEU's
-    BLEU's options); it never tokenizes here."""
-    return as_metric(config).sacrebleu_metric()
+def sacrebleu_metric(metric):
+    """sacrebleu's own metric with the scoring settings of `metric`; it never tokenizes here."""
+    return metric.sacrebleu_metric()
 
 
 def _check_replay_size(n_segments: int, n_draws: int, bytes_per_cell: int) -> None:
@@ -73,24 +71,25 @@ def _resample_scores(metric, stats: np.ndarray, indices: np.ndarray) -> np.ndarr
                      for row in indices])
 
 
-def sacrebleu_interval(stats, config, n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
+def sacrebleu_interval(stats, measured, n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
                        seed: int = DEFAULT_SEED) -> Interval:
     """sacrebleu's `corpus_score(..., n_bootstrap=n_samples)` interval with SACREBLEU_SEED=seed:
     `mean` is its μ (`statistics.mean` of the resample scores), `halfwidth` its ±, and
-    `low`/`high` the percentile bounds that ± is half the distance of."""
-    score, scores = sacrebleu_resample_scores(stats, config, n_samples, seed)
+    `low`/`high` the percentile bounds that ± is half the distance of. `measured`: the metric
+    (`bleu_spark.metrics`) whose statistics `stats` are, with the run's scoring choices."""
+    score, scores = sacrebleu_resample_scores(stats, measured, n_samples, seed)
     return sacrebleu_interval_of(score, scores, seed)
 
 
-def sacrebleu_resample_scores(stats, config, n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
+def sacrebleu_resample_scores(stats, measured, n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
                               seed: int = DEFAULT_SEED):
     """sacrebleu's score of the whole data and its `n_samples` resample scores: the draws of
     `default_rng(seed)` depend only on the number of segments, so systems over the same
     segments are resampled alike (as its paired bootstrap does)."""
     stats = _segment_stats(stats)
     _check_replay_size(len(stats), n_samples, 8)
-    metric = sacrebleu_metric(config)
-    stats = as_metric(config).sacrebleu_statistics(stats)
+    metric = sacrebleu_metric(measured)
+    stats = measured.sacrebleu_statistics(stats)
     scores = _resample_scores(metric, stats, _resample_indices(len(stats), n_samples, seed))
     return _full_score(metric, stats), scores
 
@@ -112,7 +111,7 @@ def _check_paired(baseline: np.ndarray, system: np.ndarray) -> None:
                          f"{system.shape} do not cover the same segments")
 
 
-def sacrebleu_paired_bs(baseline, system, config,
+def sacrebleu_paired_bs(baseline, system, measured,
                         n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES,
                         seed: int = DEFAULT_SEED) -> Paired:
     """sacrebleu's paired bootstrap (`_paired_bs_test`): one index matrix for both systems; the
@@ -123,8 +122,8 @@ def sacrebleu_paired_bs(baseline, system, config,
     baseline, system = _segment_stats(baseline), _segment_stats(system)
     _check_paired(baseline, system)
     _check_replay_size(len(baseline), n_samples, 8)
-    metric = sacrebleu_metric(config)
-    baseline, system = map(as_metric(config).sacrebleu_statistics, (baseline, system))
+    metric = sacrebleu_metric(measured)
+    baseline, system = map(measured.sacrebleu_statistics, (baseline, system))
     indices = _resample_indices(len(baseline), n_samples, seed)
     scores_bl = _resample_scores(metric, baseline, indices)
     scores_sys = _resample_scores(metric, system, indices)
@@ -152,7 +151,7 @@ def _trial_scores(metric, pick_first: np.ndarray, first: np.ndarray, second: np.
     return np.array(scores)
 
 
-def sacrebleu_paired_ar(baseline, system, config,
+def sacrebleu_paired_ar(baseline, system, measured,
                         n_trials: int = DEFAULT_AR_TRIALS, seed: int = DEFAULT_SEED) -> Paired:
     """sacrebleu's paired approximate randomization (`_paired_ar_test`): per trial and segment a
     swap decision from `rng.integers(2, size=(T, N), dtype=bool)`; p counts trials whose
@@ -161,8 +160,8 @@ def sacrebleu_paired_ar(baseline, system, config,
     baseline, system = _segment_stats(baseline), _segment_stats(system)
     _check_paired(baseline, system)
     _check_replay_size(len(baseline), n_trials, 1)
-    metric = sacrebleu_metric(config)
-    baseline, system = map(as_metric(config).sacrebleu_statistics, (baseline, system))
+    metric = sacrebleu_metric(measured)
+    baseline, system = map(measured.sacrebleu_statistics, (baseline, system))
     rng = np.random.default_rng(seed)
     keep_baseline = rng.integers(2, size=(n_trials, len(baseline)), dtype=bool)
     scores_a = _trial_scores(metric, keep_baseline, baseline, system)

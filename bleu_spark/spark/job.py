@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -136,17 +136,14 @@ def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> Dat
         *[F.sum(s).alias(s) for s in stats], *no_samples)
 
 
-def score_dataframe(df: DataFrame, config: Any = None,
-                    group_by: Optional[Sequence[str]] = None, **options) -> List[dict]:
+def score_dataframe(df: DataFrame, group_by: Optional[Sequence[str]] = None,
+                    **options) -> List[dict]:
     """Scores per group of a DataFrame, no files written; unscorable rows raise.
 
     `options` are JobOptions fields (candidate_col, references_cols, references, join_on,
     grouping_sets, tokenize, ...) or the metrics' options by their job-file keys (lowercase,
-    smooth_method, chrf_beta, ...); `config`, a metric's options object (BLEU's), gives
-    its fields as such keys.
+    smooth_method, chrf_beta, ...).
     """
-    if config is not None:
-        options = {**asdict(config), **options}
     job_fields = {f.name for f in fields(JobOptions) if f.init}
     metric_keys = settings.metric_options()
     unknown = sorted(k for k in options if k not in job_fields and k not in metric_keys)
