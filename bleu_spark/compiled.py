@@ -28,6 +28,8 @@ import sys
 import numpy as np
 import pyarrow as pa
 
+from . import cache
+
 # BLEU_SPARK_KERNELS_DIR: another folder of built kernels (the tests build into one of their own)
 BUILT = os.environ.get("BLEU_SPARK_KERNELS_DIR") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "_kernels")
@@ -314,10 +316,8 @@ def _first_word(version: str) -> bool:
     Python version), as numba's cache keeps what compiles (an editable install's first run
     compiles, the next ones load), remembered by an empty file in the user's cache folder; said
     where that cannot be written, as nothing remembers it."""
-    from .spark.runtime.jvm_archive import _cache_dir as cache_folder  # bleu-spark's one cache folder
-
     install = f"{os.path.realpath(BUILT)}|{version}|{sys.version_info[0]}.{sys.version_info[1]}"
-    marker = os.path.join(cache_folder(), "kernels-said-" + hashlib.sha256(install.encode()).hexdigest()[:20])
+    marker = os.path.join(cache.folder(), "kernels-said-" + hashlib.sha256(install.encode()).hexdigest()[:20])
     try:
         os.makedirs(os.path.dirname(marker), exist_ok=True)
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))

@@ -29,8 +29,10 @@ import tempfile
 import time
 from typing import List, Optional
 
+from ... import cache
+
 SWITCH = "BLEU_SPARK_JVM_ARCHIVE"
-CACHE_DIR = "BLEU_SPARK_CACHE_DIR"
+CACHE_DIR = cache.ENV
 # Options the user or platform may give that say how classes are shared: theirs to decide.
 USER_SHARING = ("Xshare", "SharedArchiveFile", "ArchiveClassesAtExit", "SharedClassListFile",
                 "DumpLoadedClassList", "AutoCreateSharedArchive")
@@ -50,11 +52,6 @@ def java() -> Optional[str]:
     return os.path.realpath(found) if found and os.path.isfile(found) else None
 
 
-def _cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.environ.get(CACHE_DIR) or os.path.join(base, "bleu-spark")
-
-
 def archive_path(java_options: str) -> Optional[str]:
     """Where the archive of this Java, Spark install and JVM options lives (it may not exist
     yet); None where there cannot be one."""
@@ -70,7 +67,7 @@ def archive_path(java_options: str) -> Optional[str]:
         stat = os.stat(path)
         key.update(f"{os.path.realpath(path)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     key.update(" ".join(java_options.split()).encode())
-    return os.path.join(_cache_dir(), f"driver-{key.hexdigest()[:20]}.jsa")
+    return os.path.join(cache.folder(), f"driver-{key.hexdigest()[:20]}.jsa")
 
 
 def _folders_with_files_on_class_path(spark_home: str) -> List[str]:
@@ -146,7 +143,7 @@ def set_aside() -> Optional[str]:
     """After a JVM did not start: the archive this process gave it taken out of its options and
     removed, if there was one; its path, to make it again."""
     options = os.environ.get("SPARK_SUBMIT_OPTS", "").split()
-    mapped = [o for o in options if o.startswith("-XX:SharedArchiveFile=" + _cache_dir())]
+    mapped = [o for o in options if o.startswith("-XX:SharedArchiveFile=" + cache.folder())]
     if not mapped:
         return None  # none, or the user's own
     path = mapped[-1].split("=", 1)[1]
