@@ -181,7 +181,9 @@ def check_measurement(table: pa.Table) -> None:
             problems.append(f"{column} {', '.join(sorted(map(str, found)))} "
                             f"(this installation reads {column} {', '.join(map(str, wanted))} only)")
     if problems:
-        raise IncompatibleStatisticsError(f"statistics of {'; '.join(problems)}")
+        again = any(p.startswith("format_version") for p in problems)
+        raise IncompatibleStatisticsError(f"statistics of {'; '.join(problems)}"
+                                          + ("; score the input again with this version" if again else ""))
 
 
 def counted_once(table: pa.Table, column: str) -> int:
@@ -275,21 +277,6 @@ def _size(row) -> int:
     return 0 if row is None else int(np.asarray(row).size)
 
 
-def list_column(matrix: np.ndarray, keep: np.ndarray) -> pa.ChunkedArray:
-    """Row i of `matrix` as a list where `keep[i]`, else null; in chunks whose values fit the
-    32-bit offsets of a list array (Spark reads lists, not large lists)."""
-    width = max(matrix.shape[1], 1)
-    step = max(1, (2 ** 31 - 1) // width)
-    chunks = []
-    for start in range(0, max(len(matrix), 1), step):
-        part, kept = matrix[start:start + step], keep[start:start + step]
-        offsets = np.concatenate([[0], np.cumsum(np.where(kept, matrix.shape[1], 0))])
-        chunks.append(pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
-                                               pa.array(part[kept].ravel(), pa.int64()),
-                                               mask=pa.array(~kept)))
-    return pa.chunked_array(chunks, pa.list_(pa.int64()))
-
-
 def sample_matrix(table: pa.Table, column: str, row: int, width: int) -> Optional[np.ndarray]:
     """Row `row`'s replicate or trial sums as a (samples, width) int64 matrix, or None."""
     value = table[column][row]
@@ -333,7 +320,7 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
             raise InputNotFoundError(f"statistics path holds no Parquet files: {path}")
         # Files of other runs may measure more n-gram orders: read every file's columns.
         schema = pa.unify_schemas([dataset.schema, *(f.physical_schema for f in dataset.get_fragments())])
-        _check_columns(path, schema.names)
+        check_statistics_columns(path, schema.names)
         rows = None if where is None else predicate.to_arrow(bound(where, schema))
         if files is not None and partitioning != "hive":  # values as the folders name them
             dataset = store.files_dataset(files, root, fs, schema, marker["partition_by"])
@@ -343,7 +330,7 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
         table = _scanner(dataset, rows, where).to_table()
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"statistics at {path} are not readable Parquet: {exc}") from None
-    return upgraded(table)
+    return with_samples(table)
 
 
 def _scanner(dataset, rows, where: Optional[Predicate]):
@@ -359,12 +346,22 @@ def _scanner(dataset, rows, where: Optional[Predicate]):
                          .replace("\n", " ")) from None
 
 
-# Every statistics table has these; format 1 lacked the fingerprint and the packed sums.
-REQUIRED = (*(c for c in MEASUREMENT if c != METRIC_OPTIONS), RESAMPLING, "n_segments", "n_rejected", "n_reference_segments", *REFS)
+# Every statistics table has these (a segments table leaves out the packed sums).
+REQUIRED = (*MEASUREMENT, RESAMPLING, *COUNTS, *REFS)
+# Columns of a development-era format (a row per replicate and per trial), never written now.
+OLDER_COLUMNS = ("replicate", "trial")
 
 
-def _check_columns(path: str, names: Sequence[str]) -> None:
+def check_statistics_columns(path: str, names: Sequence[str]) -> None:
+    """Columns of this format's statistics: a table with a format_version but another layout is
+    of another format, refused (exit 11) rather than read as if it were this one."""
     missing = [c for c in REQUIRED if c not in names]
+    older = [c for c in OLDER_COLUMNS if c in names]
+    if "format_version" in names and (missing or older):
+        found = [*(f"no column {c}" for c in missing), *(f"a column {c}" for c in older)]
+        raise IncompatibleStatisticsError(
+            f"{path} holds statistics of another format ({', '.join(found)}); this installation "
+            f"reads format_version {FORMAT_VERSION} only: score the input again with this version")
     if missing:
         raise InputNotFoundError(f"{path} is not a bleu-spark statistics table (no column "
                                  f"{', '.join(missing)})")
@@ -374,60 +371,16 @@ def filter_columns(names: Sequence[str]) -> list:
     """The columns `--where` may name: group columns and the measurement. Never the replicate or
     trial sums, the counts or the statistics: a filter on those would keep part of a group's
     statistics and change what its counts and intervals mean."""
-    hidden = {*SAMPLES, *FORMAT_1_SAMPLES, *COUNTS, *REFS}
+    hidden = {*SAMPLES, *COUNTS, *REFS}
     return [c for c in names if c not in hidden and not metrics.is_stat_column(c)]
 
 
-# Format 1 kept a row per replicate and per trial (columns `replicate`, `trial`: their index,
-# null on the plain sums) and had no segment fingerprint.
-FORMAT_1_SAMPLES = ("replicate", "trial")
-
-
-def upgraded(table: pa.Table) -> pa.Table:
-    """Statistics of format 1 in this format: each group's replicate rows packed into its
-    row's replicate sums (in replicate order), the columns it lacked null."""
-    n = table.num_rows
-    for name in ("segment_fingerprint", *SAMPLES):
+def with_samples(table: pa.Table) -> pa.Table:
+    """The packed sums a segments table leaves out (drawn from its hashes when needed), null."""
+    for name in SAMPLES:
         if name not in table.column_names:
-            table = table.append_column(name, pa.nulls(n, _TYPES[name]))
-    table = with_metric_options(table)
-    if not set(FORMAT_1_SAMPLES) <= set(table.column_names):
-        return table
-    plain = pc.and_(pc.is_null(table["replicate"]), pc.is_null(table["trial"]))
-    replicates = table.filter(pc.is_valid(table["replicate"])).sort_by("replicate")
-    table = table.filter(plain).drop_columns(list(FORMAT_1_SAMPLES))
-    table = table.set_column(table.schema.get_field_index("format_version"), "format_version",
-                             pa.repeat(pa.scalar(FORMAT_VERSION, pa.int32()), table.num_rows))
-    if not replicates.num_rows:
-        return table
-    keys = [c for c in group_columns_of(table) if c != "format_version"]
-    keys = [*keys, *(c for c in (*MEASUREMENT, RESAMPLING) if c != "format_version")]
-    names = stat_columns(table)
-    both = pa.concat_tables([table.select(keys).append_column("_rep", pa.nulls(table.num_rows, pa.bool_())),
-                             replicates.select(keys).append_column("_rep", pa.repeat(True, replicates.num_rows))])
-    matrix = np.column_stack([pc.fill_null(replicates[c], 0).to_numpy() for c in names])
-    rows = (both.append_column("_row", pa.array(np.arange(both.num_rows)))
-            .group_by(keys, use_threads=False).aggregate([("_row", "list")])["_row_list"].to_pylist())
-    packed = [None] * table.num_rows
-    for members in rows:
-        own = [r for r in members if r < table.num_rows]
-        reps = [r - table.num_rows for r in members if r >= table.num_rows]
-        for r in own:
-            packed[r] = matrix[reps].reshape(-1) if reps else None
-    keep = np.array([p is not None for p in packed], bool)
-    width = max((p.size for p in packed if p is not None), default=0)
-    values = np.array([p if p is not None else np.zeros(width, np.int64) for p in packed]).reshape(-1, width)
-    index = table.schema.get_field_index(REPLICATE_SUMS)
-    return table.set_column(index, REPLICATE_SUMS, list_column(values, keep))
-
-
-def with_metric_options(table: pa.Table) -> pa.Table:
-    """Rows saved before `metric_options` existed are BLEU's, whose value is ''; the column goes
-    right after the other measurement columns."""
-    if METRIC_OPTIONS in table.column_names:
-        return table
-    index = table.schema.get_field_index("max_ngram_order") + 1
-    return table.add_column(index, METRIC_OPTIONS, pa.repeat(pa.scalar("", pa.string()), table.num_rows))
+            table = table.append_column(name, pa.nulls(table.num_rows, _TYPES[name]))
+    return table
 
 
 def bound(where: Predicate, schema: pa.Schema) -> Predicate:

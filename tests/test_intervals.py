@@ -122,33 +122,9 @@ def test_poisson_agrees_with_sacrebleu_on_the_sample(spark, tmp_path):
     assert all((p_ours[k] < 0.05) == (p_theirs[k] < 0.05) for k in far)
 
 
-def format_1(stats):
-    """A statistics table as format 1 wrote it: a row per replicate, in `replicate` order."""
-    import numpy as np
-    import pyarrow as pa
-
-    from bleu_spark import statstable
-
-    names = statstable.stat_columns(stats)
-    groups = statstable.group_columns_of(stats)
-    plain = stats.drop_columns(["segment_fingerprint", *statstable.SAMPLES])
-    plain = plain.set_column(plain.schema.get_field_index("format_version"), "format_version",
-                             pa.repeat(pa.scalar(1, pa.int32()), plain.num_rows))
-    rows = []
-    for row, sums in zip(plain.to_pylist(), stats[statstable.REPLICATE_SUMS].to_pylist()):
-        rows.append({**row, "replicate": None, "trial": None})
-        for index, values in enumerate(np.array(sums or [], np.int64).reshape(-1, len(names))):
-            rows.append({**{c: row[c] for c in (*groups, *statstable.MEASUREMENT, "resampling")},
-                         "replicate": index, "trial": None, "n_segments": 0, "n_rejected": 0,
-                         "n_reference_segments": None, "min_refs": None, "max_refs": None,
-                         **dict(zip(names, values.tolist()))})
-    schema = plain.schema.append(pa.field("replicate", pa.int32())).append(pa.field("trial", pa.int32()))
-    return pa.Table.from_pylist(rows, schema)
-
-
-def test_replicate_sums_of_format_1_and_of_other_draws(spark, tmp_path):
-    """Saved by an earlier version (a row per replicate), the intervals are the same; a day
-    scored without --confidence adds up for scores, and is refused, by name, for intervals."""
+def test_replicate_sums_of_other_draws(spark, tmp_path):
+    """A day scored without --confidence adds up for scores, and is refused, by name, for
+    intervals."""
     from bleu_spark.errors import UsageError
 
     table = generated_week(random.Random(9), days=3)
@@ -167,14 +143,6 @@ def test_replicate_sums_of_format_1_and_of_other_draws(spark, tmp_path):
         run_aggregate(AggregateOptions(**options, confidence=True))
     plain = run_aggregate(AggregateOptions(**options)).scores
     assert sum(r["n_segments"] for r in plain) == table.num_rows
-
-    old = tmp_path / "format1.parquet"
-    pq.write_table(format_1(saved.stats), old)
-    upgraded = run_aggregate(AggregateOptions(stats=str(old), group_by=("langpair", "system"),
-                                              confidence=True)).scores
-    key = lambda rows: {(r["langpair"], r["system"]): tuple(r[f] for f in (*INTERVAL, "score", "signature"))
-                        for r in rows}
-    assert key(upgraded) == key(saved.scores)
 
 
 def test_poisson_draws_no_interval_over_one_segment_and_pairs_only_equal_segments(spark, tmp_path):

@@ -87,7 +87,8 @@ def test_aggregate_refuses_to_sum_different_measurements(tmp_path, other, code, 
 
 @pytest.mark.parametrize("column,value,message", [
     ("metric", "comet", "statistics of metric comet (this installation reads metric bleu, chrf, chrf++, ter only)"),
-    ("format_version", 3, "statistics of format_version 3 (this installation reads format_version 2 only)"),
+    ("format_version", 3, "statistics of format_version 3 (this installation reads format_version 2 only); "
+                       "score the input again with this version"),
 ])
 def test_statistics_of_another_metric_or_format_are_exit_11(tmp_path, capsys, column, value, message):
     from bleu_spark.cli import main
@@ -102,6 +103,51 @@ def test_statistics_of_another_metric_or_format_are_exit_11(tmp_path, capsys, co
     assert not (tmp_path / "out").exists()
     # A slice of this installation's statistics alone is scored.
     assert main(["aggregate", "--stats", folder, "--output", str(tmp_path / "out"), "--where", "system = 'A'"]) == 0
+
+
+# Statistics as development-era versions wrote them: format 1 (a row per replicate and per trial,
+# no fingerprint, no packed sums) and format 2 before metric_options.
+OLDER_FORMATS = {
+    "format-1": (1, ["segment_fingerprint", "metric_options", "replicate_sums", "trial_sums"],
+                 ["replicate", "trial"]),
+    "no-metric-options": (2, ["metric_options"], []),
+}
+
+
+def of_older_format(tmp_path, version, dropped, added):
+    table = measured(random.Random(4), 5, system="A")[0].drop_columns(dropped)
+    table = table.set_column(table.schema.get_field_index("format_version"), "format_version",
+                             pa.array([version] * table.num_rows, pa.int32()))
+    for name in added:
+        table = table.append_column(name, pa.nulls(table.num_rows, pa.int32()))
+    pq.write_table(table, tmp_path / "old.parquet")
+    return str(tmp_path / "old.parquet")
+
+
+@pytest.mark.parametrize("version,dropped,added", OLDER_FORMATS.values(), ids=list(OLDER_FORMATS))
+def test_statistics_of_a_development_era_format_are_refused_in_one_line(tmp_path, capsys, version,
+                                                                         dropped, added):
+    from bleu_spark.cli import main
+
+    path = of_older_format(tmp_path, version, dropped, added)
+    assert main(["aggregate", "--stats", path, "--output", str(tmp_path / "out")]) == 11
+    err = capsys.readouterr().err
+    assert err.startswith(f"bleu-spark: error: {path} holds statistics of another format (no column "), err
+    assert err.endswith("reads format_version 2 only: score the input again with this version\n")
+    assert all(f"a column {c}" in err for c in added) and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("version,dropped,added", OLDER_FORMATS.values(), ids=list(OLDER_FORMATS))
+def test_statistics_of_a_development_era_format_are_refused_on_spark(spark, tmp_path, version,
+                                                                      dropped, added):
+    from bleu_spark.errors import IncompatibleStatisticsError
+    from bleu_spark.spark.aggregate import read_stats
+
+    path = of_older_format(tmp_path, version, dropped, added)
+    with pytest.raises(IncompatibleStatisticsError, match="score the input again with this version"):
+        read_stats(spark, path)
 @pytest.mark.parametrize("args,code,message", [
     (["--where", "no_such_column = 1"], 2, "bad --where predicate"),
     (["--group-by", "customer"], 4, "statistics have no group column customer"),
@@ -174,7 +220,7 @@ def test_concurrent_runs_keep_other_partitions_and_one_whole_winner_of_the_same(
 
 
 def test_group_columns_named_like_output_fields_are_refused():
-    for name in ("score", "tokenize", "grouping", "correct_2", "n_segments", "replicate", "p_value"):
+    for name in ("score", "tokenize", "grouping", "correct_2", "n_segments", "replicate_sums", "p_value"):
         with pytest.raises(UsageError, match=f"group column {name} has the name of an output field"):
             check_group_names(["system", name])
 

@@ -37,7 +37,7 @@ DASHBOARD_FIELDS = ("metric", "score", "n_segments", "n_rejected", "n_reference_
 # Names the job writes next to group columns: a group column may not be called one of them.
 RESERVED = frozenset([GROUPING, *SCORE_TYPES, *DASHBOARD_FIELDS, *statstable.MEASUREMENT,
                       statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
-                      *statstable.SAMPLES, *statstable.FORMAT_1_SAMPLES, SEGMENT_ORDER,
+                      *statstable.SAMPLES, SEGMENT_ORDER,
                       *statstable.SEGMENT_VALUES,
                       *(set(PAIRED_TYPES) - {"system"}), "method", "reason"])
 

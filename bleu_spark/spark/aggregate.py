@@ -66,14 +66,8 @@ def read_stats_table(spark: SparkSession, name: str, where: Optional[Predicate] 
 def summed_stats(frame: DataFrame, path: str, where: Optional[Predicate] = None,
                  kept: Optional[Sequence[str]] = None, resample: bool = False) -> pa.Table:
     """Statistics rows (`path` names where they are, for messages) filtered and summed."""
-    if statstable.METRIC_OPTIONS not in frame.columns:  # saved before it existed: BLEU's ''
-        frame = frame.withColumn(statstable.METRIC_OPTIONS, F.lit(""))
     present = frame.columns
-    missing = [c for c in (*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS)
-               if c not in present]
-    if missing:
-        raise InputNotFoundError(f"{path} is not a bleu-spark statistics table (no column "
-                                 f"{', '.join(missing)})")
+    statstable.check_statistics_columns(path, present)
     if where is not None:
         frame = frame.where(row_filter(where, frame.schema))
     values = {*statstable.MEASUREMENT, statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
@@ -89,7 +83,7 @@ def summed_stats(frame: DataFrame, path: str, where: Optional[Predicate] = None,
     # Rows of a key meet in one task and are added up there as `score` adds them (replicate sums
     # are lists Spark SQL cannot add element-wise): what reaches the driver is a row per group.
     summed = map_in_arrow(frame.repartition(*columns(keys)), _adding_up(keys, schema, draw), schema)
-    return statstable.upgraded(summed.toArrow())  # format 1's replicate rows came as keys
+    return summed.toArrow()
 
 
 def _summed_schema(schema: T.StructType) -> T.StructType:
