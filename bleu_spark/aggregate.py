@@ -15,6 +15,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from . import metrics, predicate, record, scoring, segments, settings, statstable, store
+from .declaration import AGGREGATE
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 from .resampling import Resampling
 from .shown import shown
@@ -56,7 +57,7 @@ class AggregateOptions:
             raise UsageError("give --group-by or --grouping-sets, not both")
         # Checked now, before any reading, as far as they can be without the statistics (each
         # metric checks its own); the pairing rules are score's (Resampling's).
-        taken = {o.key for o in settings.declared() if settings.AGGREGATE in o.commands}
+        taken = {o.key for o in settings.declared() if AGGREGATE in o.commands}
         others = sorted(set(dict(self.choices)) - taken)
         if others:  # measuring options are the statistics' own: changing them needs a new score run
             raise UsageError(f"aggregate does not take {', '.join(others)}: the statistics were "
@@ -259,7 +260,7 @@ def run_record(options: AggregateOptions, config: dict, rows: dict, scores: List
         "catalog": options.catalog,
         "where": options.where, "engine": "spark" if options.on_spark else "local",
         **record.grouping(dict.fromkeys(c for s in sets for c in s), sets),
-        "config": metrics.config_record(config),
+        "config": settings.config_record(config),
         "rows": dict(rows),
         "groups": len(scores),
         "warnings": list(warnings),

@@ -10,7 +10,7 @@ import time
 from typing import List, Optional
 
 from . import __version__
-from . import console, settings, store
+from . import console, declaration, settings, store
 from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
 from .spark.runtime.jvm_archive import SWITCH as ARCHIVE_SWITCH
 
@@ -80,12 +80,12 @@ def _add_options(parser, command: str) -> None:
         groups[option.group].add_argument(option.flag, **_argument(option))
 
 
-def _argument(option: settings.Option) -> dict:
+def _argument(option: declaration.Option) -> dict:
     """argparse's keywords for an option. An option the job file may hold has no argparse
     default (not given is None, so the file's value or the declared default applies)."""
-    if option.kind == settings.BOOLEAN:
+    if option.kind == declaration.BOOLEAN:
         return {"action": argparse.BooleanOptionalAction, "default": None, "help": option.help}
-    kind = {settings.INTEGER: int, settings.NUMBER: float}.get(option.kind)
+    kind = {declaration.INTEGER: int, declaration.NUMBER: float}.get(option.kind)
     keywords = {"help": option.help, "metavar": option.metavar, "choices": option.choices}
     if kind:
         keywords["type"] = kind
@@ -102,12 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     score = commands.add_parser("score", help="score a Parquet table of candidates and references",
                                 description="Score a Parquet table: one corpus BLEU per group.")
-    _add_options(score, settings.SCORE)
+    _add_options(score, declaration.SCORE)
     aggregate = commands.add_parser(
         "aggregate", help="score any grouping or slice of saved statistics, without the text",
         description="Score saved statistics (DIR/stats of a score run) at any coarser grouping "
                     "or slice; equal to a fresh run on the same rows.")
-    _add_options(aggregate, settings.AGGREGATE)
+    _add_options(aggregate, declaration.AGGREGATE)
     return parser
 
 
@@ -133,7 +133,7 @@ def load_job_file(path: str) -> dict:
         raise ConfigFileError(f"job file {path} has unknown keys: {', '.join(map(str, unknown))}")
     wrong = [f"{key} is {_yaml_type(value)} {value!r}, expected {JOB_FILE_KINDS[key]}"
              for key, value in values.items()
-             if value is not None and not settings.KIND_CHECKS[JOB_FILE_KINDS[key]](value)]
+             if value is not None and not declaration.KIND_CHECKS[JOB_FILE_KINDS[key]](value)]
     if wrong:
         raise ConfigFileError(f"job file {path}: {'; '.join(wrong)}")
     return {key: value for key, value in values.items() if value is not None}
@@ -165,7 +165,7 @@ def effective_settings(args: argparse.Namespace) -> dict:
         values.update(load_job_file(args.config))
     values.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
     for key, option in settings.job_file_keys().items():
-        if option.kind in (settings.COLUMNS, settings.NUMBERS) and isinstance(values[key], str):
+        if option.kind in (declaration.COLUMNS, declaration.NUMBERS) and isinstance(values[key], str):
             values[key] = _csv(values[key])
     values["grouping_sets"] = parse_grouping_sets(values["grouping_sets"])
     if not values["input"]:
@@ -229,8 +229,8 @@ def aggregate_options(args: argparse.Namespace):
         if path:
             store.check_uri(flag, path)
     # The metrics' options aggregate takes (docs/options.md): those given.
-    choices = tuple((o.key, _csv(v) if o.kind == settings.NUMBERS else v)
-                    for o in settings.declared() if settings.AGGREGATE in o.commands
+    choices = tuple((o.key, _csv(v) if o.kind == declaration.NUMBERS else v)
+                    for o in settings.declared() if declaration.AGGREGATE in o.commands
                     and o.key in settings.metric_options() and (v := getattr(args, o.key)) is not None)
     group_by = tuple(_csv(args.group_by)) if args.group_by is not None else None
     return AggregateOptions(stats=args.stats, stats_table=args.stats_table, output=args.output,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import ModelFileError, UsageError
-from .settings import AUTO, SPM_TOKENIZERS, TOKENIZERS
+from .tokenizers import AUTO, SPM_TOKENIZERS, TOKENIZERS, build_tokenizer
 
 # sacrebleu's per-target-language defaults (its `-l xx-yy` / `trg_lang` logic).
 TOKENIZER_BY_TARGET_LANGUAGE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}
@@ -169,8 +169,6 @@ def require_spm_model(tokenizer: str, spm_model: Optional[str]) -> str:
 def _load_model(tokenizer: str, path: str, mtime_ns: int) -> None:
     """Loads a model once a process: the options objects that check it (BLEU's, the run's text
     settings, copies made with `dataclasses.replace`) would each load it again."""
-    from .tokenizers import build_tokenizer
-
     build_tokenizer(tokenizer, path)
 
 

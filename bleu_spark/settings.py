@@ -1,10 +1,11 @@
-"""Every option of the job, declared once.
+"""Every option of the job, declared once, and the one place that knows both the run's options and
+the metric registry.
 
-An `Option` is the whole of what the product knows of a setting: its job-file key (the flag is
-the key with dashes), what the YAML job file may hold, its default, its bounds, its help line,
-where the help lists it and which commands take it. The command-line parser, the job file's
-keys and type checks, the defaults, the range checks, the warnings about options no measured
-metric reads and the docs check are all made from these declarations.
+An `Option` (`declaration.py`) is the whole of what the product knows of a setting: its job-file
+key (the flag is the key with dashes), what the YAML job file may hold, its default, its bounds,
+its help line, where the help lists it and which commands take it. The command-line parser, the
+job file's keys and type checks, the defaults, the range checks, the warnings about options no
+measured metric reads and the docs check are all made from these declarations.
 
 The run's own options are declared here; each metric declares its options in its own module
 (`Metric.options_declared`), and `declared()` gathers both in help order.
@@ -12,111 +13,14 @@ The run's own options are declared here; each metric declares its options in its
 from __future__ import annotations
 
 import functools
-import math
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Sequence, Tuple
 
-from .errors import UsageError
-
-# What the YAML job file may hold for a key; the words are those its errors use.
-STRING, BOOLEAN, INTEGER, NUMBER = "string", "boolean", "integer", "number"
-COLUMNS = "string or list of strings"
-NUMBERS = "string or list of numbers"
-SETS = "string or list of (string or list of strings)"
-
-SCORE, AGGREGATE = "score", "aggregate"
-BOTH = (SCORE, AGGREGATE)
-
-# Help groups, in the order the help lists them.
-INPUT = "input and output"
-SHOWING = "groups and output"
-BLEU_SCORING = "BLEU scoring (as sacrebleu's options)"
-RESAMPLING = "confidence intervals and paired tests"
-BLEU_MEASUREMENT = "BLEU measurement (as sacrebleu's options)"
-METRICS = "metrics (chrF's and TER's options as sacrebleu's)"
-MORE_RESAMPLING = "resampling (with --confidence, --paired-bs, --paired-ar)"
-GROUPS = (INPUT, SHOWING, BLEU_SCORING, RESAMPLING, BLEU_MEASUREMENT, METRICS, MORE_RESAMPLING)
-
-INT64_MAX = 2 ** 63 - 1
-
-
-@dataclass(frozen=True)
-class Option:
-    key: str                                   # the job file's key, the parsed value's name
-    kind: str                                  # what the job file may hold (STRING, ...)
-    default: Any = None
-    help: str = ""
-    group: str = INPUT
-    commands: Tuple[str, ...] = (SCORE,)
-    metavar: Optional[str] = None
-    choices: Optional[Tuple[str, ...]] = None
-    # (integer?, lowest, highest), both ends allowed: later code relies on these bounds (a
-    # seed goes into int64 columns, sample counts size matrices, an order sets a width).
-    bounds: Optional[Tuple[bool, float, float]] = None
-    field: Optional[str] = None                # a metric's option: its field in the metric's options
-    job_file: bool = True                      # False: command line only (--config, --where)
-    required: bool = False                     # on the command line (a job-file key is checked later)
-    # A metric option its metric reads only when another option of the run has one of these
-    # values (--ter-asian-support: with --ter-normalized or --ter-no-punct): (key, values), any.
-    read_with: Tuple[Tuple[str, Tuple[Any, ...]], ...] = ()
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.key.replace("_", "-")
-
-    @property
-    def metric_field(self) -> str:
-        return self.field or self.key
-
-    def check(self, value) -> None:
-        """`value` is in the option's range, else one line naming both."""
-        integer, low, high = self.bounds
-        if not _within(value, integer, low, high):
-            kind = "an integer" if integer else "a number"
-            span = (f"of at least {low}" if high == math.inf
-                    else f"from {low} to {high if integer else int(high)}")
-            raise UsageError(f"{self.flag} must be {kind} {span}, got {value!r}")
-
-
-def _finite(value) -> bool:
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an integer past the largest float
-        return False
-
-
-def _within(value, integer: bool, low, high) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
-        return False
-    return (integer or _finite(value)) and low <= value <= high
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_columns(value) -> bool:
-    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
-
-
-# A job-file value of each kind (YAML gives any type): "no" is a string, not False.
-KIND_CHECKS: Dict[str, Callable[[Any], bool]] = {
-    STRING: lambda v: isinstance(v, str),
-    BOOLEAN: lambda v: isinstance(v, bool),
-    INTEGER: lambda v: isinstance(v, int) and not isinstance(v, bool),
-    NUMBER: _is_number,
-    COLUMNS: _is_columns,
-    NUMBERS: lambda v: isinstance(v, str) or (isinstance(v, list) and all(map(_is_number, v))),
-    SETS: lambda v: isinstance(v, str) or (isinstance(v, list) and all(map(_is_columns, v))),
-}
-
-
-# `--tokenize`: sacrebleu 2.6's tokenizer names, and `auto` (by each row's target language).
-TOKENIZERS = ("13a", "intl", "zh", "char", "none", "ja-mecab", "ko-mecab",
-              "flores101", "flores200", "spBLEU-1K")
-SPM_TOKENIZERS = ("flores101", "flores200", "spBLEU-1K")   # these need --spm-model
-AUTO = "auto"
+from .declaration import (AGGREGATE, BOOLEAN, BOTH, BLEU_MEASUREMENT, COLUMNS, GROUPS, INT64_MAX,
+                          INTEGER, METRICS, MORE_RESAMPLING, NUMBER, RESAMPLING, SCORE, SETS,
+                          SHOWING, STRING, Option)
+from .metrics import REGISTRY
+from .tokenizers import AUTO, TOKENIZERS
 
 
 # The run's options (the metrics' own are declared with each metric).
@@ -221,8 +125,6 @@ RUN_OPTIONS = (
 
 def metric_options() -> Dict[str, Tuple[str, ...]]:
     """Each metric option's key -> the metrics that read it, in registry order."""
-    from .metrics import REGISTRY
-
     readers: Dict[str, Tuple[str, ...]] = {}
     for metric in REGISTRY.values():
         for option in metric.options_declared:
@@ -264,8 +166,6 @@ def _conditions(read_with) -> str:
 def declared() -> Tuple[Option, ...]:
     """Every option: the run's and each metric's (a metric's shared by another once), in help
     group order. Made once: the registry does not change in a process."""
-    from .metrics import REGISTRY
-
     options = {o.key: o for o in RUN_OPTIONS}
     for metric in REGISTRY.values():
         options.update({o.key: o for o in metric.options_declared if o.key not in options})
@@ -300,16 +200,10 @@ def defaults() -> Dict[str, Any]:
     return {key: o.default for key, o in job_file_keys().items()}
 
 
-def check_weights(weights: Optional[Sequence]) -> Optional[Tuple[float, ...]]:
-    """N-gram weights as floats: each finite and non-negative, their sum 1 (the count must match
-    the max n-gram order, known to BLEU's options or from the statistics)."""
-    if weights is None:
-        return None
-    try:
-        values = tuple(float(w) for w in weights)
-    except (TypeError, ValueError, OverflowError):
-        raise UsageError(f"--weights must be comma-separated numbers, got {weights!r}") from None
-    if any(not math.isfinite(w) or w < 0 for w in values) or abs(sum(values) - 1) > 1e-6:
-        shown = ",".join(map(str, values)) or "none"
-        raise UsageError(f"--weights must be non-negative and sum to 1, got {shown}")
-    return values
+def config_record(choices: Mapping[str, Any]) -> dict:
+    """run.json's `config`: the text settings around each metric's record of its options."""
+    values = {**defaults(), **choices}
+    record = {"tokenize": values["tokenize"]}
+    for metric in REGISTRY.values():
+        record.update(metric.settings_record(values))
+    return {**record, "spm_model": values["spm_model"]}

@@ -19,9 +19,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .compiled import compiled, utf8_parts
-from .settings import SPM_TOKENIZERS
 from .errors import ModelFileError
 from .kernels import PYTHON_WHITESPACE, python_lower, tokenize_13a, tokenize_intl, tokenize_zh
+
+# `--tokenize`: sacrebleu 2.6's tokenizer names, and `auto` (by each row's target language).
+TOKENIZERS = ("13a", "intl", "zh", "char", "none", "ja-mecab", "ko-mecab",
+              "flores101", "flores200", "spBLEU-1K")
+SPM_TOKENIZERS = ("flores101", "flores200", "spBLEU-1K")   # these need --spm-model
+AUTO = "auto"
 
 # What str.split() splits on, by code point: all of it is at most U+3000, so a character of
 # one to three UTF-8 bytes, and a multi-byte one starts with 0xC2 or 0xE1-0xE3.

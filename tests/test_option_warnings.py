@@ -2,19 +2,19 @@
 option without its metric, and one its metric reads only with another option's value."""
 import pytest
 
-from bleu_spark import cli, settings
+from bleu_spark import cli, declaration, settings
 from test_coverage import ALL, save, segment_rows
 
 
 def other_value(option):
     """A value of `option` other than its default, within its bounds."""
-    if option.kind == settings.BOOLEAN:
+    if option.kind == declaration.BOOLEAN:
         return not option.default
     if option.choices or option.key == "smooth_method":
         return "floor"
-    if option.kind == settings.INTEGER:
+    if option.kind == declaration.INTEGER:
         return option.default + 1
-    if option.kind == settings.NUMBER:
+    if option.kind == declaration.NUMBER:
         return 0.5
     return [0.25, 0.25, 0.25, 0.25]  # weights
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from bleu_spark import bleu_of_rows
 from bleu_spark.metrics.bleu import BleuConfig
-from bleu_spark.settings import SPM_TOKENIZERS, TOKENIZERS
+from bleu_spark.tokenizers import SPM_TOKENIZERS, TOKENIZERS
 from bleu_spark.metrics.bleu.oracle import sacrebleu_score
 from conftest import SAMPLE, WORDS
 from matching import assert_matches_sacrebleu, assert_tokens_are_sacrebleus

@@ -14,8 +14,7 @@ REGISTRY: Dict[str, Type[Metric]] = {m.name: m for m in (Bleu, Chrf, ChrfPlusPlu
 DEFAULT = ("bleu",)
 
 __all__ = ["Choices", "Metric", "StatColumn", "REGISTRY", "DEFAULT", "get", "parse_names", "configured",
-           "of_row", "is_stat_column", "stat_column", "stat_order", "checked_choices",
-           "config_record"]
+           "of_row", "is_stat_column", "stat_column", "stat_order", "checked_choices"]
 
 
 def get(name: str) -> Type[Metric]:
@@ -96,14 +95,3 @@ def checked_choices(choices: Mapping[str, Any], measurements: Optional[Sequence[
     for metric in REGISTRY.values():
         choices = metric.checked_choices(choices, measurements)
     return dict(choices)
-
-
-def config_record(choices: Mapping[str, Any]) -> dict:
-    """run.json's `config`: the text settings around each metric's record of its options."""
-    from ..settings import defaults
-
-    values = {**defaults(), **choices}
-    record = {"tokenize": values["tokenize"]}
-    for metric in REGISTRY.values():
-        record.update(metric.settings_record(values))
-    return {**record, "spm_model": values["spm_model"]}

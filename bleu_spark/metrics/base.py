@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import IncompatibleStatisticsError
-from ..settings import Option
+from ..declaration import Option
 
 SUM, MIN, MAX = "sum", "min", "max"
 

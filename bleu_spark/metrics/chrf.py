@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import UsageError
-from ..settings import BOOLEAN, INTEGER, METRICS, Option
+from ..declaration import BOOLEAN, INTEGER, METRICS, Option
 from .base import Metric, StatColumn, nrefs_label, OptionsText, sacrebleu_version
 from .chrf_kernel import ChrfOptions, chrf_score, chrf_scores, chrf_statistics
 

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import UsageError
-from ..settings import BOOLEAN, METRICS, Option
+from ..declaration import BOOLEAN, METRICS, Option
 from .base import Metric, StatColumn, nrefs_label, OptionsText, sacrebleu_version
 from .ter_kernel import TerOptions, ter_score, ter_statistics
 

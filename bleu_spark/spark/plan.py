@@ -8,7 +8,7 @@ from pyspark.sql import types as T
 
 from .. import metrics, scoring, segments
 from ..resampling import POISSON
-from ..settings import AUTO
+from ..tokenizers import AUTO
 from ..errors import MissingColumnError, UsageError
 from ..segments import SegmentsPlan
 from . import inputs, io

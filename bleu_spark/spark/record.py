@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pyspark
 from pyspark.sql import SparkSession
 
-from .. import metrics, record
+from .. import metrics, record, settings
 from . import runtime
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
         **record.grouping(measurement.plan.group_cols, measurement.sets, options.partition_by),
         "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
                     "langpair": options.langpair_col},
-        "on_invalid": options.on_invalid, "config": metrics.config_record(options.choices),
+        "on_invalid": options.on_invalid, "config": settings.config_record(options.choices),
         "metrics": [{"metric": m.name, **m.measurement()} for m in measurement.plan.measured],
         "resampling": asdict(options.resampling) if options.resampling.active else None,
         "rows": {"read": rows_read, "scored": n_scored, "rejected": n_rejected,

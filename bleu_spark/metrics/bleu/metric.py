@@ -18,7 +18,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import pyarrow as pa
 
-from ... import settings
+from ...declaration import check_weights
 from ...errors import UsageError
 from ..base import Metric, StatColumn, nrefs_label
 from .options import AUTO, OPTIONS, BleuConfig
@@ -217,10 +217,10 @@ _KIND = {"sys_len": 0, "ref_len": 1, "correct": 2, "total": 3}
 
 def _options(choices) -> BleuConfig:
     """BLEU's options from the run's choices: its own options object, or the run's option values
-    (`bleu_spark.settings`; those not given take their declared defaults)."""
+    (`bleu_spark.settings`; those not given take `BleuConfig`'s, the declared defaults)."""
     if isinstance(choices, BleuConfig):
         return choices
-    return BleuConfig.from_settings({**settings.defaults(), **(choices or {})})
+    return BleuConfig.from_settings({**dataclasses.asdict(BleuConfig()), **(choices or {})})
 
 
 class Bleu(Metric):
@@ -261,7 +261,7 @@ class Bleu(Metric):
         if measurements is None or choices.get("weights") is None:
             _options({**choices, "weights": None})  # the number of weights: once read
             if choices.get("weights") is not None:
-                return {**choices, "weights": settings.check_weights(choices["weights"])}
+                return {**choices, "weights": check_weights(choices["weights"])}
             return dict(choices)
         orders = sorted({row["max_ngram_order"] for row in measurements} - {None})
         if len(orders) > 1:

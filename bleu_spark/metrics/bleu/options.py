@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
-from ... import settings
+from ...declaration import (BLEU_MEASUREMENT, BLEU_SCORING, BOOLEAN, BOTH, INTEGER, NUMBER, NUMBERS,
+                           STRING, Option, check_weights)
 from ...errors import UsageError
 from ...languages import check_tokenizer, require_spm_model, tokenizer_for
-from ...settings import (AUTO, BLEU_MEASUREMENT, BLEU_SCORING, BOOLEAN, BOTH, INTEGER, NUMBER,
-                       NUMBERS, SPM_TOKENIZERS, STRING, Option)
+from ...tokenizers import AUTO, SPM_TOKENIZERS
 
 # Smoothing method -> default smoothing value (None: the method takes no value).
 SMOOTH_DEFAULTS = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}
@@ -78,7 +78,7 @@ class BleuConfig:
     def _checked_weights(self) -> Optional[Tuple[float, ...]]:
         if self.weights is None:
             return None
-        weights = settings.check_weights(self.weights)
+        weights = check_weights(self.weights)
         order = self.max_ngram_order
         if len(weights) != order:
             raise UsageError(f"{len(weights)} weights given for max n-gram order {order}; "

@@ -12,7 +12,7 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.tokenizers import tokenizer_spm
 
 from ...oracle import reference_streams
-from ...settings import SPM_TOKENIZERS
+from ...tokenizers import SPM_TOKENIZERS
 from .options import BleuConfig
 
 
