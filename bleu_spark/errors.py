@@ -80,9 +80,9 @@ class EmptyInputError(BleuSparkError):
 
 
 class ForeignFileError(BleuSparkError):
-    """A commit entry, journal or marker in the output that this job did not write as it is
-    (another shape, or naming a path outside the output, or a symbolic link where the job makes
-    folders): nothing is moved or removed on its word."""
+    """A commit entry or marker in the output that this job did not write as it is (another
+    shape or format_version, naming a path outside the output, or a symbolic link where the job
+    makes folders): nothing is read, moved or removed on its word."""
     exit_code = 16
 
 

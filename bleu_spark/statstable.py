@@ -292,7 +292,6 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
     columns before any row is read and given to the scan (partitions it excludes are skipped)."""
     import pyarrow.dataset as ds
 
-    store.check_before_reading(path)  # reads what the log names, changes nothing
     fs, root = store.filesystem(path)
     marker, files = store.read_marker(fs, root), None
     if marker is not None:
@@ -312,7 +311,7 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
     else:
         partitioning = "hive"
     try:
-        # The files the output's commit log names (a folder of an older version: all it holds).
+        # The files the output's commit log names (a Parquet path of no output: all it holds).
         source, base = (root, None) if files is None else (files, root)
         dataset = ds.dataset(source, filesystem=fs, format="parquet", partitioning=partitioning,
                              partition_base_dir=base)

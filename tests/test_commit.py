@@ -273,18 +273,18 @@ def test_a_commit_cut_short_in_its_own_process_is_finished_by_its_abort(tmp_path
     assert state(folder) == state(str(expected))
 
 
-def test_a_whole_output_an_earlier_swap_left_missing_is_put_back(tmp_path):
+def test_what_a_development_era_swap_left_beside_a_missing_output_is_never_touched(tmp_path):
+    """Its retired and staging folders are not this version's: a reader finds no output, a writer
+    writes a new one, and neither moves or removes them."""
     folder = save(tmp_path / "res", measured(random.Random(4), 5, system="A")[0])
-    before = files_of(folder)
     os.rename(folder, tmp_path / ".res.old-20260101T000000Z-0000abcd")
-    os.makedirs(tmp_path / ".res.staging-20260101T000000Z-0000abcd")  # no journal, no owner
-    listed = sorted(os.listdir(tmp_path))
-    with pytest.raises(errors.InputNotFoundError, match="left half done"):
-        statstable.read(folder)  # a reader moves nothing back: the next writer does
-    assert sorted(os.listdir(tmp_path)) == listed
-    store.open_output(folder).abort()
-    assert statstable.read(folder).num_rows == 1
-    assert files_of(folder) == before and ".res.old-20260101T000000Z-0000abcd" not in os.listdir(tmp_path)
+    os.makedirs(tmp_path / ".res.staging-20260101T000000Z-0000abcd")
+    beside = {name: files_of(str(tmp_path / name)) for name in os.listdir(tmp_path)}
+    with pytest.raises(errors.InputNotFoundError, match="not found"):
+        statstable.read(folder)
+    save(tmp_path / "res", measured(random.Random(5), 3, system="B")[0])
+    assert statstable.read(folder)["system"].to_pylist() == ["B"]
+    assert {name: files_of(str(tmp_path / name)) for name in beside} == beside
 
 
 def test_once_runs_have_ended_a_plain_reader_sees_each_committed_row_once(tmp_path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from typing import Optional, Sequence
-from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -23,14 +22,10 @@ from .catalog import check_open
 from .files import read_files
 from .names import column, columns, map_in_arrow
 
-FILE = "_bleu_spark_file"  # each row's file, while its partition values are joined on
-
-
 def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None,
                kept: Optional[Sequence[str]] = None, resample: bool = False) -> pa.Table:
     """Statistics summed per group (`kept`: the group columns asked for; None: all of the
     table's). A segments table's replicate sums are drawn here, per group, when `resample`."""
-    store.check_before_reading(path)  # reads what the log names, changes nothing
     fs, root = store.filesystem(path)
     marker, folder, table = store.read_marker(fs, root), root, "stats"
     stats_path = path.rstrip("/") + "/stats" if marker else path
@@ -44,9 +39,7 @@ def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None
                            files, marker.get("partition_types"))
         if frame is None:
             raise InputNotFoundError(f"statistics path holds no Parquet files: {path}")
-    elif marker and marker.get("partition_by"):
-        frame = read_partitioned(spark, stats_path, marker)
-    else:
+    else:  # a Parquet path of statistics rows, not an output's table
         frame = io.read_parquet(spark, stats_path, what="statistics", merge_schema=True)
     return summed_stats(frame, path, where, kept, resample)
 
@@ -112,34 +105,6 @@ def _adding_up(keys, schema: T.StructType, draw=None):
         yield from added.select(names).to_batches()
 
     return run
-
-
-def read_partitioned(spark: SparkSession, stats_path: str, marker: dict) -> DataFrame:
-    """A partitioned folder's statistics with their partition columns decoded as the job encoded
-    them. Spark's own discovery refuses a folder `col=` (how pyarrow, DuckDB and this job name
-    ''), so it is off: each file's values come from its path, joined on (a row per file)."""
-    partitioned = marker["partition_by"]
-    frame = io.read_parquet(spark, stats_path, what="statistics", merge_schema=True,
-                            discover_partitions=False).withColumn(FILE, F.col("_metadata.file_path"))
-    files = [r[0] for r in frame.select(FILE).distinct().collect()]
-    # Spark gives each path as a URI (a folder `v=%25` as `v=%2525`): decoded once here, and once
-    # more by `partition_value`, as the writer escaped it.
-    values = [[store.partition_value(p) for p in unquote(f).split("/")[-1 - len(partitioned):-1]]
-              for f in files]
-    schema = T.StructType([T.StructField(c, T.StringType()) for c in [FILE, *partitioned]])
-    found = spark.createDataFrame([[f, *v] for f, v in zip(files, values)], schema)
-    frame = frame.join(F.broadcast(found), FILE).drop(FILE)
-    types = marker.get("partition_types", {})
-    for name in partitioned:  # read back with the types the writing run recorded
-        arrow_type = store.PARTITION_TYPES.get(types.get(name), pa.string())
-        frame = frame.withColumn(name, column(name).cast(_spark_type(arrow_type)))
-    return frame
-
-
-def _spark_type(arrow_type: pa.DataType) -> str:
-    return {pa.string(): "string", pa.int8(): "tinyint", pa.int16(): "smallint",
-            pa.int32(): "int", pa.int64(): "bigint", pa.date32(): "date",
-            pa.bool_(): "boolean"}[arrow_type]
 
 
 def row_filter(where: Predicate, schema: T.StructType) -> Column:

@@ -22,9 +22,9 @@ store (S3: `s3://`, `s3a://`, `s3n://`), committed without renaming folders.
   ones: a plain reader (`read_parquet('DIR/dashboard/**/*.parquet')`) sees each row once.
 
 On a local disk the commit and the cleanup hold a lock (`DIR/.lock`); on object stores there is
-none and the protocol does not need one. A folder an older version committed (marker format 1)
-is adopted by the first run that opens it (an entry naming its files); one it left half way
-through its folder moves is finished by `legacy.py` first.
+none and the protocol does not need one. A folder of another format (a marker of another
+`format_version`: a development-era one committed by folder moves) is neither read nor written:
+readers and writers refuse it in one line.
 
 Every result holds `_bleu_spark.json` (what wrote it, and how it is partitioned): only such a
 folder, or an empty one, is ever written into or cleaned.
@@ -36,11 +36,10 @@ from .manifest import live_files
 from .partitions import (PARTITION_TYPES, check_partition_columns, check_partition_names,
                          files_dataset, partition_path, partition_value, partition_values,
                          rows_of, rows_outside)
-from .recovery import check_before_reading, recover
+from .recovery import recover
 from .tasks import TableFiles, TaskWriter
 
-__all__ = ["PARTITION_TYPES", "PartitionedOutput", "WholeOutput", "check_before_reading",
-           "check_output", "check_partition_columns", "check_partition_names", "check_uri",
+__all__ = ["PARTITION_TYPES", "PartitionedOutput", "WholeOutput", "check_output", "check_partition_columns", "check_partition_names", "check_uri",
            "configure", "files_dataset", "filesystem", "is_s3", "live_files", "new_run_id",
            "open_output", "partition_path", "partition_value", "partition_values", "read_marker",
            "recover", "rows_of", "rows_outside", "settings", "TableFiles", "TaskWriter"]

@@ -18,9 +18,8 @@ from ..errors import OutputError
 from .filesystems import filesystem, is_local, settings
 from .layout import (FORMAT_VERSION, MARKER, OUTPUT_FORMAT, RUN_FILE, RUNS, SUCCESS, TABLES,
                      json_bytes, read_marker)
-from .manifest import (COMMITS, ENTRY_FORMAT, LEGACY_RUN, PENDING, STAGED, UNLINKED, _step,
-                       data_prefix, entries, listing, next_stamp, pending_name, staged_name,
-                       write_entry)
+from .manifest import (COMMITS, ENTRY_FORMAT, PENDING, STAGED, UNLINKED, _step, data_prefix,
+                       entries, listing, next_stamp, pending_name, staged_name, write_entry)
 from .owner import _locked, owner_record
 from .partitions import (check_partition_columns, check_partition_names, partition_path,
                          partition_values, rows_of)
@@ -127,8 +126,7 @@ class _Output:
         raise NotImplementedError
 
     def open(self):
-        """Checked, a folder an older version wrote brought under the log, and this run's pending
-        record written before any of its files."""
+        """Checked, and this run's pending record written before any of its files."""
         recover(self.uri)
         self.check()
         self._created = self.fs.get_file_info(self.path).type == pafs.FileType.NotFound
@@ -137,7 +135,6 @@ class _Output:
             with self.fs.open_output_stream(f"{self.path}/{pending_name(self.run_id)}") as out:
                 out.write(json_bytes(owner_record()))
             with _locked(self.fs, self.path):
-                self._adopt_older_files()
                 if read_marker(self.fs, self.path) is None:
                     self._write_marker()
         except OSError as exc:
@@ -148,30 +145,6 @@ class _Output:
         _step("write marker")
         with self.fs.open_output_stream(f"{self.path}/{MARKER}") as out:
             out.write(json_bytes(self.marker()))
-
-    def _adopt_older_files(self) -> None:
-        """A folder an older version committed (marker format 1, no log): its files named by an
-        entry that comes before every other, so readers keep them until runs replace them."""
-        marker = read_marker(self.fs, self.path)
-        if marker is None or marker.get("format_version", 1) >= 2 or entries(self.fs, self.path):
-            return
-        depth = len(marker.get("partition_by") or [])
-        tables: Dict[str, List[str]] = {}
-        for table in TABLES:
-            infos = listing(self.fs, f"{self.path}/{table}", recursive=True)
-            tables[table] = sorted(
-                r for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
-                and not i.base_name.startswith((".", "_"))
-                and (r := i.path[len(self.path) + 1:]).count("/") == depth + 1)
-        partitions = sorted({os.path.dirname(f.split("/", 1)[1]) for v in tables.values() for f in v})
-        tops = [i.base_name for i in listing(self.fs, self.path) if i.type == pafs.FileType.File
-                and i.base_name not in (MARKER, ".lock")]
-        write_entry(self.fs, self.path, {
-            "format": ENTRY_FORMAT, "run_id": LEGACY_RUN, "stamp": 0, "whole": not depth,
-            "partitions": partitions or ([""] if not depth else []),
-            "tables": {t: v for t, v in tables.items() if v}, "files": tops, "owner": {}})
-        self.partition_types = marker.get("partition_types") or {}
-        self._write_marker()
 
     def commit(self, run: dict, prepare=None) -> None:
         """Under the lock (local disks): the checks, `prepare(self)` (what must read DIR as it will
@@ -303,7 +276,7 @@ def _check_replaceable(fs, path: str, uri: str, partitioned: bool) -> Optional[d
     if info.type != pafs.FileType.Directory:
         raise OutputError(f"output {uri} exists and is not a directory")
     entries_ = [e for e in fs.get_file_info(pafs.FileSelector(path))
-                if not e.base_name.startswith((".staging-", ".lock", COMMITS))]
+                if not e.base_name.startswith((".lock", COMMITS))]
     if not entries_ and _only_leftovers(fs, f"{path}/{COMMITS}"):
         return None
     marker = read_marker(fs, path)

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import re
 from typing import Optional
-
-import pyarrow.fs as pafs
 
 from ..errors import ForeignFileError, UsageError
 from .partitions import check_partition_names
@@ -16,16 +12,11 @@ from .partitions import check_partition_names
 MARKER = "_bleu_spark.json"
 SUCCESS = "_SUCCESS"
 RUN_FILE = "run.json"
-# An older version's staging folder held these: its owner, and the journal of its folder moves.
-OWNER = "_staging_owner.json"
-JOURNAL = "_commit.json"
 RUNS = "runs"
 TABLES = ("stats", "scores", "dashboard", "paired", "rejected", "segments")
-# A run id as `new_run_id` makes it (tests name theirs too): never a '/' or a '.'.
-RUN_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]*")
 OUTPUT_FORMAT = "bleu-spark output"
-# 1: the tables' files are whatever their folders hold (an older version's swaps); 2: the files
-# the commit log (`_commits/`) names.
+# The tables' files are those the commit log (`_commits/`) names. A marker of any other version
+# (1: a development-era folder committed by folder moves) is refused, by readers and writers.
 FORMAT_VERSION = 2
 
 
@@ -59,8 +50,16 @@ def read_marker(fs, path: str) -> Optional[dict]:
 
 
 def _checked_marker(file: str, marker: dict) -> dict:
-    """A marker's partition columns name folders every reader and writer opens: they must be
-    names this job writes (`check_partition_names`), their types a mapping of names."""
+    """A marker of this format (another one's folder would be read or written wrongly), whose
+    partition columns name folders every reader and writer opens: they must be names this job
+    writes (`check_partition_names`), their types a mapping of names."""
+    version = marker.get("format_version")
+    if version != FORMAT_VERSION:
+        found = "no format_version" if version is None else f"format_version {version!r}"
+        raise ForeignFileError(f"{file} has {found}: a folder of another bleu-spark format, which "
+                               f"this version neither reads nor writes (format_version "
+                               f"{FORMAT_VERSION} only); score the input again with this version "
+                               f"into another folder")
     columns, types = marker.get("partition_by") or [], marker.get("partition_types") or {}
     if not (isinstance(columns, list) and all(isinstance(c, str) for c in columns)
             and isinstance(types, dict) and all(isinstance(t, str) for t in types.values())):
@@ -77,24 +76,3 @@ def _checked_marker(file: str, marker: dict) -> dict:
 def _foreign(file: str, what: str, todo: str) -> ForeignFileError:
     return ForeignFileError(f"{file} {what}: this job never writes it so, and moved or removed "
                             f"nothing on its word; {todo}")
-
-
-def _exists(fs, path: str) -> bool:
-    return fs.get_file_info(path).type != pafs.FileType.NotFound
-
-
-def _not_a_link(fs, path: str) -> str:
-    """A folder this job makes beside or in DIR (staging, retired): a symbolic link there is
-    someone else's, and deleting through it would delete where it points."""
-    if isinstance(fs, pafs.LocalFileSystem) and os.path.islink(path):
-        raise _foreign(path, "is a symbolic link", "remove the link (not what it points to) "
-                                                   "and run again")
-    return path
-
-
-def _listing(fs, folder: str, prefix: str) -> list:
-    try:
-        entries = fs.get_file_info(pafs.FileSelector(folder))
-    except OSError:
-        return []
-    return [e.path for e in entries if e.base_name.startswith(prefix)]

@@ -23,7 +23,7 @@ import json
 import os
 import re
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import pyarrow.fs as pafs
 
@@ -37,7 +37,6 @@ ENTRY = re.compile(r"c-(\d{20})-([0-9A-Za-z][0-9A-Za-z_-]*)\.json")
 PENDING = re.compile(r"p-([0-9A-Za-z][0-9A-Za-z_-]*)\.json")
 STAGED = re.compile(r"f-([0-9A-Za-z][0-9A-Za-z_-]*)")
 UNLINKED = re.compile(r"\.c-([0-9A-Za-z][0-9A-Za-z_-]*)\.json\.tmp")  # an entry not yet linked
-LEGACY_RUN = "legacy"  # the entry naming the files of a folder an older version committed
 
 # Tests: called with a step's name before every file system step of a commit or its recovery
 # (a test ends the process there, to prove that a commit killed at any step is recovered).
@@ -171,10 +170,6 @@ def state(fs, root: str) -> State:
     return State(entries(fs, root))
 
 
-def has_log(fs, root: str) -> bool:
-    return any(ENTRY.fullmatch(i.base_name) for i in listing(fs, f"{root}/{COMMITS}"))
-
-
 def next_stamp(seen: List[dict]) -> int:
     return max([time.time_ns(), *(e["stamp"] + 1 for e in seen)])
 
@@ -202,15 +197,10 @@ def write_entry(fs, root: str, entry: dict) -> str:
     return name
 
 
-def live_files(fs, root: str, table: str) -> Optional[List[str]]:
-    """The committed files of a table of the output at `root` (full paths); None for a folder
-    an older version wrote and no run of this one has written since (its folders read whole)."""
-    from .layout import read_marker
-
+def live_files(fs, root: str, table: str) -> List[str]:
+    """The committed files of a table of the output at `root` (full paths): none before its
+    first commit."""
     try:
-        if not has_log(fs, root):
-            marker = read_marker(fs, root)
-            return [] if marker is not None and marker.get("format_version", 1) >= 2 else None
         return [f"{root}/{f}" for f in state(fs, root).live(table)]
     except OSError as exc:  # a denied or timed-out listing: never read as an empty log
         raise InputNotFoundError(f"cannot read the commit log of {root}: "

@@ -20,45 +20,25 @@ from typing import Optional
 
 import pyarrow.fs as pafs
 
-from ..errors import InputNotFoundError, OutputError
+from ..errors import OutputError
 from .filesystems import filesystem, is_local
 from .layout import TABLES, read_marker
-from .legacy import interrupted, recover_journals
 from .manifest import (COMMITS, PENDING, STAGED, UNLINKED, State, _step, data_prefix, entries, listing,
                        read_json, staged_name)
 from .owner import _locked, _owner_gone
 
 
 def recover(uri: str) -> None:
-    """The output at `uri` made whole before a run writes it: an older version's half-done
-    commit finished, then `finish`. Live runs' files are left alone; a folder without this job's
-    marker is left as it is (whatever its `_commits/` holds, the run's checks refuse it)."""
+    """The output at `uri` made whole before a run writes it (`finish`). Live runs' files are left
+    alone; a folder without this job's marker is left as it is (whatever its `_commits/` holds,
+    the run's checks refuse it), and one of another format is refused (`read_marker`)."""
     fs, path = filesystem(uri.rstrip("/") or "/")
     try:
-        recover_journals(fs, path)
         if read_marker(fs, path) is not None and listing(fs, f"{path}/{COMMITS}"):
             with _locked(fs, path):
                 finish(fs, path)
     except OSError as exc:
         raise OutputError(f"cannot finish an interrupted commit of {uri}: {exc}") from None
-
-
-def check_before_reading(path: str) -> None:
-    """A reader given an output folder or its `stats/` folder changes nothing. An older
-    version's commit left half done (its journal or retired folder still there) cannot be read
-    without replaying it, which is the next writer's job: refused in one line."""
-    path = path.rstrip("/") or "/"
-    folders = [path, os.path.dirname(path)] if os.path.basename(path) == "stats" else [path]
-    for folder in folders:
-        fs, root = filesystem(folder)
-        try:
-            stopped = interrupted(fs, root)
-        except OSError as exc:
-            raise InputNotFoundError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
-        if stopped:
-            raise InputNotFoundError(
-                f"{folder} holds a commit an older bleu-spark version left half done ({stopped}); "
-                f"a reader changes nothing: the next run writing {folder} finishes it")
 
 
 def finish(fs, path: str, me: Optional[str] = None) -> State:
