@@ -60,7 +60,7 @@ def tiled(base: str, groups: int, systems: int, seed: int = 0):
                              pa.array([f"s{i % systems:04d}" for i in range(len(pick))]))
     index = table.schema.get_field_index(statstable.REPLICATE_SUMS)
     return table.set_column(index, statstable.REPLICATE_SUMS,
-                            statstable.list_column(matrix, np.ones(len(pick), bool)))
+                            statstable.ragged_list_column(list(matrix)))
 
 
 def one(base: str, groups: int, systems: int, with_clusters: bool) -> dict:
