@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bleu_spark import console, report
-from bleu_spark.report.sections import group_label
+from bleu_spark.report.shared import group_label
 from bleu_spark.resampling import Resampling
 from bleu_spark.errors import BaselineNotFoundError
 from bleu_spark.shown import NULL, shown

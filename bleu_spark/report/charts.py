@@ -2,37 +2,21 @@
 and its groups' scores over time."""
 from __future__ import annotations
 
-import html
-import json
 import math
 from typing import Any, Dict, List, Optional, Sequence
 
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from .bands import band_colour
-from .sections import LANGPAIR, Group, Section, group_label, label_columns, metric_name, time_text
+from .sections import Group, Section
+from .shared import (LANGPAIR, figure_json, figure_layout, group_label, label_columns, metric_name,
+                     plotly_text, time_text)
 
 BAR_HEIGHT_PX = 30
 FULL_SCALE = 100.0  # every bar axis reaches this at least, so sections compare at a glance
 TICKS = 10          # at most this many steps between the axis' ticks
 AXIS_PAD = 0.12     # axis share past the last tick (room for the label of a bar that reaches it)
 LABEL_ROOM = 0.30   # axis share a bar's label needs right of the bar
-# Fonts the machine has: the page fetches none.
-FONT_STACK = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', 'Liberation Sans', sans-serif"
-
-
-def plotly_text(text: str) -> str:
-    # plotly.js reads a few HTML tags in text (<b>, <a href>, ...) and decodes entities into
-    # plain text nodes: escaping makes a name shown exactly as written, never as a tag.
-    return html.escape(text, quote=False)
-
-
-def figure_layout(**extra) -> Dict[str, Any]:
-    base = dict(template="plotly_white", font=dict(family=FONT_STACK, size=13),
-                margin=dict(l=10, r=20, t=30, b=40))
-    base.update(extra)
-    return base
 
 
 def _bar_chart(section: Section, metric) -> Optional[go.Figure]:
@@ -117,11 +101,6 @@ def _time_chart(history: Sequence[dict], time_col: str, label_cols: Sequence[str
     return go.Figure(traces, figure_layout(
         height=360, xaxis=dict(title=time_col, type="category"), yaxis=dict(title=metric.title),
         legend=dict(orientation="v")))
-
-
-def figure_json(figure: go.Figure) -> Dict[str, Any]:
-    # Plain JSON (no numpy): the template writes it with |tojson, which escapes "<" and "&".
-    return json.loads(pio.to_json(figure, validate=False))
 
 
 def _history_by_section(history: Sequence[dict], by_langpair: bool) -> Dict[Any, List[dict]]:

@@ -6,7 +6,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..metrics import order_of
 from .bands import band_legend
-from .sections import MISSING, Section, time_text
+from .sections import Section
+from .shared import MISSING, time_text
 
 PARTITION_VALUES_SHOWN = 12  # more partition values than this are shown as first … last
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from .sections import LANGPAIR, SYSTEM, Section, metric_name
+from .sections import Section
+from .shared import LANGPAIR, SYSTEM, metric_name
 
 SIGNIFICANCE = 0.05  # paired tests: p below this gets a star
 

@@ -11,8 +11,9 @@ from .header import band_notes, partition_facts, run_facts
 from .overview import contents, overview
 from .paired import SIGNIFICANCE, attach_paired, paired_columns
 from .plotlyjs import plotly_js
-from .sections import LANGPAIR, MISSING, TOP, sections_of
+from .sections import TOP, sections_of
 from .segments import attach_segments, segment_columns_of, segment_text
+from .shared import LANGPAIR, MISSING
 
 _ENVIRONMENT = jinja2.Environment(
     loader=jinja2.PackageLoader("bleu_spark", "templates"),

@@ -3,20 +3,14 @@ the page) and metric, its groups ranked best first."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..metrics import DEFAULT, REGISTRY, order_of
-from ..shown import JOINER, NULL, shown
+from ..metrics import REGISTRY, order_of
 from .bands import band_colour, interpretation
+from .shared import (DEFAULT_METRIC, LANGPAIR, MISSING, SYSTEM, group_label, label_columns,
+                     metric_name, value_text)
 
-if TYPE_CHECKING:   # segments.py builds on this module
-    from .segments import Segments
-
-LANGPAIR = "langpair"
-SYSTEM = "system"  # the group column paired tests name their systems and baselines by
-MISSING = NULL  # shown for a value that is absent (no score, no coverage, no group value)
 TOP = 20           # systems shown per section and in the overview; the rest are folded
-DEFAULT_METRIC = DEFAULT[0]  # the metric of rows that name none
 # What a group of each label column is called ("11 systems"); other columns: "groups".
 NOUNS = {SYSTEM: ("system", "systems"), LANGPAIR: ("language pair", "language pairs")}
 
@@ -59,13 +53,22 @@ class Group:
 
 
 @dataclass
+class Segments:
+    """One group's segments the page shows (`--segments`): its worst, and where it lost most to
+    the baseline."""
+    label: str
+    worst: List[Dict[str, Any]]
+    losses: List[Dict[str, Any]]
+
+
+@dataclass
 class Section:
     title: str
     key: Optional[Any]       # the language pair, or None for the one section of the page
     groups: List[Group]      # ranked by score, best first; groups without a score last
     charts: List[Dict[str, Any]] = field(default_factory=list)
     paired: List[Dict[str, Any]] = field(default_factory=list)
-    segments: List["Segments"] = field(default_factory=list)  # per group, with --segments
+    segments: List[Segments] = field(default_factory=list)  # per group, with --segments
     metric: Any = None       # the metric of its scores (title, bands, direction)
     anchor: str = ""         # its element id, which the overview and the contents link to
     noun: Tuple[str, str] = ("group", "groups")
@@ -121,22 +124,6 @@ class Section:
         return [g for g in self.groups if g.score is None]
 
 
-def value_text(value: Any) -> str:
-    return shown(value)
-
-
-def group_label(values: Dict[str, Any], columns: Sequence[str]) -> str:
-    """A group's name on the page, and its key there (bars, matrix rows, drill-down): one per
-    group, as `shown` writes each value once."""
-    return JOINER.join(value_text(values[c]) for c in columns) if columns else "all"
-
-
-def label_columns(group_cols: Sequence[str], by_langpair: bool) -> List[str]:
-    rest = [c for c in group_cols if not (by_langpair and c == LANGPAIR)]
-    # A page grouped by language pair alone still names each bar, by its language pair.
-    return rest or list(group_cols)
-
-
 def _noun(label_cols: Sequence[str]) -> Tuple[str, str]:
     only = label_cols[0] if len(label_cols) == 1 else None
     return NOUNS.get(only, ("group", "groups"))
@@ -146,10 +133,6 @@ def _ranked(groups: List[Group], higher_is_better: bool = True) -> List[Group]:
     """Best first (the highest score, or the lowest for a metric where lower is better)."""
     sign = -1.0 if higher_is_better else 1.0
     return sorted(groups, key=lambda g: (g.score is None, sign * (g.score or 0.0), g.label))
-
-
-def metric_name(row: dict) -> str:
-    return row.get("metric") or DEFAULT_METRIC
 
 
 def sections_of(scores: Sequence[dict], group_cols: Sequence[str]) -> List[Section]:
@@ -172,7 +155,3 @@ def sections_of(scores: Sequence[dict], group_cols: Sequence[str]) -> List[Secti
                                 _ranked(buckets[langpair, name], metric.higher_is_better),
                                 metric=metric, anchor=f"section-{number}", noun=_noun(label_cols)))
     return sections
-
-
-def time_text(value: Any) -> str:
-    return value.isoformat() if hasattr(value, "isoformat") else str(value)

@@ -2,25 +2,17 @@
 baseline, with its segment scores against the baseline's as a scatter."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import plotly.graph_objects as go
 
-from .charts import figure_json, figure_layout, plotly_text
-from .sections import LANGPAIR, Section, group_label, label_columns, metric_name, value_text
+from .sections import Section, Segments
+from .shared import (LANGPAIR, figure_json, figure_layout, group_label, label_columns, metric_name,
+                     plotly_text, value_text)
 
 SEGMENTS_SHOWN = 10        # a group's worst segments and largest losses shown
 SENTENCE_SCORE, BASELINE_SCORE, LOSS = "sentence_score", "baseline_score", "loss"
 INPUT_FILE = "input_file"  # a segment's file, when its position in it names it
-
-
-@dataclass
-class Segments:
-    """One group's segments the page shows: its worst, and where it lost most to the baseline."""
-    label: str
-    worst: List[Dict[str, Any]]
-    losses: List[Dict[str, Any]]
 
 
 def segment_text(value: Any) -> str:
