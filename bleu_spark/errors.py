@@ -97,6 +97,12 @@ class CatalogUnavailableError(BleuSparkError):
     exit_code = 18
 
 
+class WorkerPackageError(BleuSparkError):
+    """The Python workers of a Spark Connect server cannot import bleu_spark, or import another
+    version than the client's: found by one small job before the run's first task."""
+    exit_code = 19
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: the run stops, removes its files and exits with
     128 + the signal number (130, 143). A BaseException, so no `except Exception` swallows it."""

@@ -17,8 +17,9 @@ def clean_env() -> dict:
 
 
 @contextlib.contextmanager
-def connect_server(folder):
-    """The server's `sc://` address while it runs; its log in `folder`."""
+def connect_server(folder, extra_env: dict = None, conf: dict = None):
+    """The server's `sc://` address while it runs; its log in `folder`. `extra_env` and `conf`
+    add to or replace the server's environment and Spark settings."""
     import pyspark
 
     home = os.path.dirname(pyspark.__file__)
@@ -30,6 +31,7 @@ def connect_server(folder):
     for name in ("NUMBA_BOUNDSCHECK", "NUMBA_CACHE_DIR"):  # the workers' kernels as the tests'
         if name in os.environ:
             env[name] = os.environ[name]
+    env.update(extra_env or {})
     argv = [os.path.join(home, "bin", "spark-submit"), "--master", "local[2]",
             "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
@@ -37,6 +39,7 @@ def connect_server(folder):
             "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
             "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
             "--conf", f"spark.sql.warehouse.dir={folder / 'warehouse'}",
+            *(arg for key, value in (conf or {}).items() for arg in ("--conf", f"{key}={value}")),
             os.path.join(home, "jars", jars[0])]
     with open(log, "wb") as out:
         server = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -16,6 +16,8 @@ from typing import Callable, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 
+from . import connect
+
 CLASSIC, CONNECT = "classic", "connect"
 UNAVAILABLE = "unavailable"  # a run.json field Spark Connect does not expose to its clients
 
@@ -96,50 +98,45 @@ def settings_before_start() -> dict:
 
 def start():
     """The run's session: Spark Connect when the user or platform asks for it
-    (`connect_settings`), whose client starts no JVM; else classic Spark (`classic.py`)."""
+    (`connect_settings`), whose client starts no JVM; else classic Spark (`classic.py`). A
+    Connect server's address, the server and its Python workers are checked first
+    (`connect.py`), each failure one line."""
     from . import classic
 
     remote = connect_settings()
     if remote is None:
         return classic.spark_session()
-    from pyspark.sql import SparkSession
-
-    _check_reachable(remote.get("spark.remote") or os.environ.get("SPARK_REMOTE", ""))
-    # A local server pyspark starts for `spark.api.mode=connect` runs its Python workers with
-    # this interpreter unless the platform names one (as classic Spark in classic.py).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    # No console settings: a client's are the server's, and its progress bar is off by default.
+    url = remote.get("spark.remote", os.environ.get("SPARK_REMOTE"))
+    server = url is not None and not connect.is_local_master(url)
+    # gRPC's C core logs a failed TLS handshake on stderr unless told before it loads.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     try:
-        return SparkSession.builder.config(map=remote).getOrCreate()
+        if server:
+            connect.check_server(url)
+        spark = _connect_session(remote)
     except ImportError as exc:  # the client's packages (grpcio, ...) are not installed
         from ...errors import UsageError
 
         raise UsageError(f"Spark Connect was asked for (SPARK_REMOTE, spark.remote or "
                          f"spark.api.mode) but its client cannot load ({exc}); install it with "
                          f"pip install 'bleu-spark[connect]'") from None
+    if server:  # a server pyspark starts here runs its workers with this interpreter
+        try:
+            connect.check_workers(spark)
+        except Exception:
+            spark.stop()  # the session is released on the server, not left to time out
+            raise
+    return spark
 
 
-def _check_reachable(url: str, seconds: float = 10) -> None:
-    """A Spark Connect server's address (`sc://HOST:PORT/;...`) that no one answers at is one
-    line: pyspark's client would retry it for minutes. Nothing for a local server pyspark starts."""
-    import socket
-    from urllib.parse import urlsplit
+def _connect_session(remote: dict):
+    from pyspark.sql import SparkSession
 
-    if not url.startswith("sc://"):
-        return
-    try:
-        where = urlsplit(url.split(";", 1)[0])
-        host, port = where.hostname, where.port or 15002
-    except ValueError:  # an address pyspark itself will refuse, in its own words
-        return
-    try:
-        socket.create_connection((host, port), timeout=seconds).close()
-    except OSError as exc:
-        from ...errors import SparkUnreachableError
-
-        reason = exc.strerror or type(exc).__name__
-        raise SparkUnreachableError(f"no Spark Connect server answers at {host}:{port} "
-                                    f"({reason}): check SPARK_REMOTE, spark.remote or --remote") from None
+    # A local server pyspark starts for `spark.api.mode=connect` runs its Python workers with
+    # this interpreter unless the platform names one (as classic Spark in classic.py).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # No console settings: a client's are the server's, and its progress bar is off by default.
+    return SparkSession.builder.config(map=remote).getOrCreate()
 
 
 _parallelism: dict = {}
