@@ -10,11 +10,11 @@ import time
 from typing import List, Optional
 
 from . import __version__
-from . import console, declaration, settings, store
+from . import console, declaration, notices, settings, store
 from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
 from .spark.runtime.jvm_archive import SWITCH as ARCHIVE_SWITCH
 
-PROG = console.PROG
+PROG = notices.PROG
 _IMPORTED = time.time()
 
 # Job-file keys, their defaults and kinds, from the declarations; a flag given on the command
@@ -267,7 +267,7 @@ def run_score(args: argparse.Namespace) -> int:
     if result.run.get("tokenizers"):  # --tokenize auto: the tokenizer each pair, as written, got
         print("tokenizers: " + ", ".join(f"{pair!r} {name}" for pair, name
                                          in result.run["tokenizers"].items()))
-    console.print_warnings(result.run["warnings"])
+    notices.print_warnings(result.run["warnings"])
     if result.run["unmatched_reference_segments"]:
         print(f"{PROG}: note: {result.run['unmatched_reference_segments']} reference segments "
               f"matched no candidate", file=sys.stderr)
@@ -304,7 +304,7 @@ def run_aggregate(args: argparse.Namespace) -> int:
             _stop_spark(spark)
     rows = result.run["rows"]
     console.print_scores(result, f"segments: scored {rows['scored']}, rejected {rows['rejected']}")
-    console.print_warnings(result.run["warnings"])
+    notices.print_warnings(result.run["warnings"])
     print(wrote_line(written_to(options), result.run["timings"]["total_s"]))
     return 0
 

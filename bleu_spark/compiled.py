@@ -28,7 +28,7 @@ import sys
 import numpy as np
 import pyarrow as pa
 
-from . import cache
+from . import cache, notices
 
 # BLEU_SPARK_KERNELS_DIR: another folder of built kernels (the tests build into one of their own)
 BUILT = os.environ.get("BLEU_SPARK_KERNELS_DIR") or os.path.join(
@@ -188,10 +188,9 @@ def _damaged(function, exc: Exception) -> None:
     if _warned:
         return
     _warned.append(function)
-    from . import console
 
     reason = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:200]
-    console.say_warnings([f"a compiled kernel of {function.__module__}.{function.__qualname__} "
+    notices.say_warnings([f"a compiled kernel of {function.__module__}.{function.__qualname__} "
                           f"cannot be loaded ({reason}; in {BUILT} or numba's cache): the kernels "
                           f"compile again, the same statistics, slower to start"])
 

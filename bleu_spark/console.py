@@ -1,12 +1,10 @@
 """What the commands print: the scores table, the paired tests, the signatures, the warnings."""
 from __future__ import annotations
 
-import sys
 from typing import Dict, List
 
+from .notices import PROG
 from .shown import shown
-
-PROG = "bleu-spark"
 
 # Console columns aligned to the right: numbers.
 NUMERIC = ("n_segments", "n_rejected", "score")
@@ -105,27 +103,6 @@ def print_scores(result, counts: str) -> None:
     if result.paired:
         print("\n" + format_paired(result.paired))
     print(f"\n{counts}\n{format_signatures(result.scores)}")
-
-
-# Warnings said as soon as they were known (before a long step), which the run's list of
-# warnings (`run.json`) holds too: the end of the run does not print them again.
-_said: List[str] = []
-
-
-def say_warnings(warnings: List[str]) -> None:
-    """Warnings printed now, before the step they are about; not again at the end."""
-    for warning in warnings:
-        print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
-        _said.append(warning)
-
-
-def print_warnings(warnings: List[str]) -> None:
-    """The run's warnings, at its end: each once, those said already left out."""
-    said = set(_said)
-    for warning in dict.fromkeys(warnings):
-        if warning not in said:
-            print(f"{PROG}: warning: {warning}", file=sys.stderr)
-    _said.clear()  # the run is over: a later run in this process says its own again
 
 
 def shown_columns(scores: List[dict]) -> List[str]:

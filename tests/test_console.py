@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from sacrebleu.metrics import BLEU, CHRF
 
-from bleu_spark import cli, compiled, console
+from bleu_spark import cli, compiled, console, notices
 from bleu_spark.spark.progress import Progress
 from bleu_spark.scoring import ScoreRow
 from conftest import ROOT
@@ -191,23 +191,23 @@ def test_ranked_groups_are_listed_in_rank_order_within_each_comparison(tmp_path,
 def test_a_warning_said_before_a_step_is_not_printed_again_at_the_end(capsys):
     """The row-group advice is said before scoring and kept in run.json's warnings: the end of
     the run prints the others, each once."""
-    console.say_warnings(["few row groups"])
-    console.print_warnings(["options", "few row groups", "tokenizer", "options"])
+    notices.say_warnings(["few row groups"])
+    notices.print_warnings(["options", "few row groups", "tokenizer", "options"])
     err = capsys.readouterr().err.splitlines()
     assert err == ["bleu-spark: warning: few row groups", "bleu-spark: warning: options",
                    "bleu-spark: warning: tokenizer"]
-    console.print_warnings(["few row groups"])  # a later run in the process says its own
+    notices.print_warnings(["few row groups"])  # a later run in the process says its own
     assert capsys.readouterr().err == "bleu-spark: warning: few row groups\n"
 
 
-def test_every_warning_line_of_the_package_is_printed_by_the_console():
+def test_every_warning_line_of_the_package_is_printed_by_one_module():
     """One printer of warnings (which knows what was said already): no module prints its own."""
     package = os.path.join(ROOT, "bleu_spark")
     printing = []
     for folder, _, files in os.walk(package):
         for name in files:
             path = os.path.join(folder, name)
-            if name.endswith(".py") and path != os.path.join(package, "console.py"):
+            if name.endswith(".py") and path != os.path.join(package, "notices.py"):
                 with open(path, encoding="utf-8") as source:
                     if re.search(r"print\(f?[\"'][^\"']*warning: ", source.read()):
                         printing.append(os.path.relpath(path, ROOT))

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .. import compiled, scoring, segments, settings, statstable, store
+from .. import compiled, notices, scoring, segments, settings, statstable, store
 from ..languages import TextSettings, tokenizer_warnings, tokenizers_by_pair
 from ..errors import EmptyInputError, InvalidRowsError, UsageError
 from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
@@ -329,9 +329,7 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                                             or options.colocate_references == "always")
         row_groups = scan.row_groups if scan else io.row_groups(options.input) if in_place else None
         advice = [] if scan else inputs.few_row_groups(row_groups, rows_read, runtime.parallelism(spark))
-        from .. import console
-
-        console.say_warnings(advice)  # now, before the scoring they are about; not again at the end
+        notices.say_warnings(advice)  # now, before the scoring they are about; not again at the end
         # Said of this install's kernels only where the Python workers run it.
         kernels = compiled.status() if runtime.runs_workers_here(spark) else None
         if kernels:
