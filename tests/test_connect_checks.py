@@ -80,8 +80,9 @@ def run_cli(monkeypatch, remote: str, output, capsys, seconds: float = 30):
     ("sc://[::1", "host that is not a name or address"),
     ("sc://u:" + SECRET + "@h:15002", "names a user or password"),
     ("sc://h:15002;token=" + SECRET, "parameters without a slash"),
-    ("sc://h:15002/x", "has a path ('/x')"),
-    ("sc://h:15002/x;token=" + SECRET, "has a path ('/x')"),
+    ("sc://h:15002/x", "has a path after the host"),
+    ("sc://h:15002/x;token=" + SECRET, "has a path after the host"),
+    ("sc://h:15002/token=" + SECRET, "has a path after the host"),
     ("sc://h:15002/?token=" + SECRET, "'?' or '#'"),
     ("sc://h:15002/;token=" + SECRET + "#x", "'?' or '#'"),
     ("sc://h/;token", "(number 1) that is not key=value"),
@@ -91,7 +92,7 @@ def run_cli(monkeypatch, remote: str, output, capsys, seconds: float = 30):
     ("sc://h/;=" + SECRET, "(number 1) that is not key=value"),
     ("sc://h/;token=", "an empty value"),
     ("sc://h/;token=" + SECRET + "%0A", "printable ASCII"),
-    ("sc://h/;token=a;token=" + SECRET, "gives the parameter token twice"),
+    ("sc://h/;token=a;token=" + SECRET, "gives the parameter 'token' twice"),
     ("sc://h/;Token=" + SECRET, "does not know and cannot send as a header ('Token'"),
     ("sc://h/;x-bin=" + SECRET, "does not know and cannot send as a header ('x-bin'"),
     ("sc://h/;grpc-timeout=" + SECRET, "does not know and cannot send as a header"),
@@ -203,11 +204,11 @@ def fake_servers():
     ("http", "", "an HTTP server answers there, not a gRPC one"),
     ("http", "/;use_ssl=true", "Tls handshake failed"),
     ("grpc", "", "a gRPC server without Spark Connect's service answers there"),
-    ("grpc", f"/;token={SECRET}", "Tls handshake failed (TSI_PROTOCOL_FAILURE): a token or use_ssl=true"),
+    ("grpc", f"/;token={SECRET}", "Tls handshake failed (TSI_PROTOCOL_FAILURE): a token (in the address"),
 ])
 def test_something_else_than_a_connect_server_is_one_line_exit_17_within_seconds(
         client_env, fake_servers, tmp_path, capsys, server, params, says):
-    client_env.setattr(connect, "SECONDS", 2)
+    client_env.setattr(connect, "ANSWER_SECONDS", 2)
     port = fake_servers[server]
     code, errors, err = run_cli(client_env, f"sc://127.0.0.1:{port}{params}", tmp_path / "out", capsys)
     assert code == SparkUnreachableError.exit_code == 17, err
@@ -217,6 +218,28 @@ def test_something_else_than_a_connect_server_is_one_line_exit_17_within_seconds
     assert errors[0].endswith("): check SPARK_REMOTE, spark.remote or --remote")
     assert SECRET not in err and not (tmp_path / "out").exists()
     assert "Handshake failed" not in err  # gRPC's own log lines kept off the console
+
+
+def test_a_token_from_the_environment_against_a_plaintext_server_is_exit_17(
+        client_env, fake_servers, tmp_path, capsys):
+    """pyspark takes a token from SPARK_CONNECT_AUTHENTICATE_TOKEN too, and with it TLS."""
+    client_env.setattr(connect, "ANSWER_SECONDS", 2)
+    client_env.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", SECRET)
+    code, errors, err = run_cli(client_env, f"sc://127.0.0.1:{fake_servers['grpc']}", tmp_path / "out", capsys)
+    assert code == 17 and len(errors) == 1 and "Tls handshake failed" in errors[0], err
+    assert SECRET not in err
+
+
+def test_a_malformed_spark_remote_of_spark_defaults_is_named_as_such(client_env, tmp_path, capsys):
+    (tmp_path / "spark-defaults.conf").write_text(f"spark.remote sc://h:15002;token={SECRET}\n")
+    client_env.setenv("SPARK_CONF_DIR", str(tmp_path))
+    client_env.delenv("SPARK_REMOTE", raising=False)
+    code = cli.main(["score", "--input", SAMPLE, "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.splitlines()[-1] == (
+        "bleu-spark: error: spark.remote is not a Spark Connect address: it has parameters without "
+        "a slash before them; give sc://HOST:PORT, parameters after a slash: sc://HOST:PORT/;token=...")
+    assert SECRET not in err
 
 
 def test_a_server_that_answers_passes_and_its_check_leaves_no_session(client_env, fake_servers):
@@ -246,7 +269,8 @@ def test_the_worker_check_ships_its_function_by_value():
 # A real Connect server whose Python workers start each task afresh (no daemon, no reuse), so
 # that what they can import is switched between runs by the file `mode` that a sitecustomize
 # on their path reads as each starts: `missing` takes this checkout and its editable install
-# off their path, `old` puts an older bleu_spark first on it, `same` leaves them as they are.
+# off their path, `old` puts an older bleu_spark first on it, `broken` ends the worker as it
+# starts, `same` leaves them as they are.
 
 SITECUSTOMIZE = '''import os, sys
 here = os.path.dirname(os.path.abspath(__file__))
@@ -257,6 +281,8 @@ if mode == "missing":
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != {root!r}]
 elif mode == "old":
     sys.path.insert(0, os.path.join(here, "old"))
+elif mode == "broken":  # a worker that cannot start at all
+    os._exit(3)
 '''
 
 
@@ -285,6 +311,7 @@ def _client(url: str, output):
     ("missing", "cannot import bleu_spark (ModuleNotFoundError: No module named 'bleu_spark'): "
                 f"install bleu-spark {__version__} where they run, as the client's"),
     ("old", f"have bleu-spark 0.0.9, this client {__version__}: install the same version on both sides"),
+    ("broken", "could not run a task ("),
 ])
 def test_server_workers_without_this_bleu_spark_are_one_line_exit_19(
         switchable_server, tmp_path, mode, says):
@@ -294,8 +321,8 @@ def test_server_workers_without_this_bleu_spark_are_one_line_exit_19(
     errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
     assert result.returncode == WorkerPackageError.exit_code == 19, result.stderr[-3000:]
     assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert errors[0].startswith(f"bleu-spark: error: the Spark Connect server's Python workers ({sys.executable}) ")
-    assert errors[0].endswith(says)
+    assert errors[0].startswith("bleu-spark: error: the Spark Connect server's Python workers ")
+    assert says in errors[0] and (mode == "broken" or f"workers ({sys.executable}) " in errors[0])
     assert not (tmp_path / "out").exists()
 
 

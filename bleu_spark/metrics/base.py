@@ -11,7 +11,8 @@ console table work from these declarations alone:
 - `measurement()`: the settings its statistics depend on, as the table's measurement columns,
   and `from_measurement(row, choices)`: the metric of one statistics row, with the scoring
   choices of the run (settings that do not change the statistics);
-- `segment_statistics(...)`: every segment of an Arrow batch at once, int64 (n, width);
+- `segment_statistics(...)`: every segment of an Arrow batch at once, (n, width) of
+  `combine.matrix_type` (int64 unless a column is a float);
 - `score(sums)` and `scores(matrix)`: ONE formula from summed statistics, scalar and
   vectorized over many rows of sums (bootstrap replicates, randomization trials);
 - `result(...)`: its result fields, signature and text line, and `sacrebleu_json(...)` the
@@ -31,8 +32,9 @@ import pyarrow as pa
 
 from ..errors import IncompatibleStatisticsError
 from ..declaration import Option
+from . import combine
+from .combine import MAX, MIN, SUM, StatColumn  # noqa: F401  (declared there, used by every metric)
 
-SUM, MIN, MAX = "sum", "min", "max"
 
 # The run's scoring choices, as each metric reads them in `from_measurement` (the run's option
 # values; BLEU also takes its own options object).
@@ -50,14 +52,6 @@ def sacrebleu_version() -> str:
     import sacrebleu
 
     return sacrebleu.__version__
-
-
-@dataclass(frozen=True)
-class StatColumn:
-    """A statistic column: its name in the statistics table, Arrow type and how rows combine it."""
-    name: str
-    type: pa.DataType = pa.int64()
-    combine: str = SUM
 
 
 @dataclass(frozen=True)
@@ -162,11 +156,9 @@ class Metric(ABC):
     def result_fields(cls) -> Tuple[str, ...]:
         return tuple(cls.result_types)
 
-    def combined(self, stats: np.ndarray) -> List[int]:
+    def combined(self, stats: np.ndarray) -> list:
         """One group's statistics from its segments' (n, width): each column as it declares."""
-        reduce = {SUM: np.sum, MIN: np.min, MAX: np.max}
-        return [int(reduce[column.combine](stats[:, i])) if len(stats) else 0
-                for i, column in enumerate(self.columns())]
+        return combine.combined(self.columns(), stats)
 
     @property
     def names(self) -> List[str]:
@@ -184,9 +176,9 @@ class Metric(ABC):
     @abstractmethod
     def segment_statistics(self, candidates: pa.Array, references: pa.Array,
                            tokenizer=None) -> np.ndarray:
-        """int64 (n, width): each segment's statistics. `candidates`: strings without nulls;
-        `references`: lists of strings, each with a non-null one at least; `tokenizer`: the
-        rows' tokenizer when `uses_tokenizer`."""
+        """(n, width) of `combine.matrix_type(columns())`: each segment's statistics.
+        `candidates`: strings without nulls; `references`: lists of strings, each with a
+        non-null one at least; `tokenizer`: the rows' tokenizer when `uses_tokenizer`."""
 
     def measure(self, candidates: pa.Array, references: pa.Array,
                 tokenizer=None) -> Tuple[np.ndarray, int]:
