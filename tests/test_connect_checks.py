@@ -242,6 +242,26 @@ def test_a_malformed_spark_remote_of_spark_defaults_is_named_as_such(client_env,
     assert SECRET not in err
 
 
+@pytest.mark.parametrize("remote,says", [
+    ("http://h:15002", "spark.remote is not a Spark Connect address: it does not start with sc:// ('http://')"),
+    ("localhost:15002", "spark.remote is not a Spark Connect address: it does not start with sc:// ('localhost:')"),
+    ("", "spark-submit started for Spark Connect without a server to connect to"),
+])
+def test_spark_submits_remote_that_is_no_address_is_said_so(client_env, remote, says):
+    """spark-submit's settings for a Connect run (PYSPARK_REMOTE_INIT_CONF_*) with an address
+    pyspark cannot read: that address's fault, not a missing server's."""
+    import json
+
+    from bleu_spark.spark import runtime
+
+    client_env.setenv("PYSPARK_REMOTE_INIT_CONF_LEN", "1")
+    client_env.setenv("PYSPARK_REMOTE_INIT_CONF_0", json.dumps({"spark.remote": remote,
+                                                                "spark.api.mode": "connect"}))
+    with pytest.raises(UsageError) as raised:
+        runtime.connect_settings()
+    assert str(raised.value).startswith(says)
+
+
 def test_a_server_that_answers_passes_and_its_check_leaves_no_session(client_env, fake_servers):
     """The check's call is the client's (its token header), and the session the check opened
     is released; a session the address names is the run's, and is left open."""
