@@ -22,6 +22,7 @@ from conftest import ROOT, SAMPLE
 from connect_server import clean_env, connect_server
 
 SECRET = "s3cr3t-t0ken"
+SERVER_TOKEN = "the-servers-t0ken"
 
 
 @pytest.fixture
@@ -313,10 +314,13 @@ def switchable_server(tmp_path_factory):
     (folder / "old" / "bleu_spark").mkdir(parents=True)
     (folder / "old" / "bleu_spark" / "__init__.py").write_text('__version__ = "0.0.9"\n')
     (folder / "mode").write_text("same")
-    conf = {"spark.python.use.daemon": "false", "spark.python.worker.reuse": "false"}
+    conf = {"spark.python.use.daemon": "false", "spark.python.worker.reuse": "false",
+            "spark.connect.authenticate.token": SERVER_TOKEN}
     with connect_server(tmp_path_factory.mktemp("switchable"),
                         extra_env={"PYTHONPATH": f"{folder}:{ROOT}"}, conf=conf) as url:
-        yield url, folder / "mode"
+        port = url.rsplit(":", 1)[1]
+        # pyspark sends a token to `localhost` without TLS (gRPC's local credentials)
+        yield f"sc://localhost:{port}/;token={SERVER_TOKEN}", port, folder / "mode"
 
 
 def _client(url: str, output):
@@ -335,7 +339,7 @@ def _client(url: str, output):
 ])
 def test_server_workers_without_this_bleu_spark_are_one_line_exit_19(
         switchable_server, tmp_path, mode, says):
-    url, switch = switchable_server
+    url, _, switch = switchable_server
     switch.write_text(mode)
     result = _client(url, tmp_path / "out")
     errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
@@ -347,16 +351,24 @@ def test_server_workers_without_this_bleu_spark_are_one_line_exit_19(
 
 
 @pytest.mark.connect
-def test_server_workers_with_this_bleu_spark_score_and_a_token_against_it_is_exit_17(
+def test_server_workers_with_this_bleu_spark_score_and_a_token_it_refuses_is_exit_17(
         switchable_server, tmp_path):
-    """The same server with the workers' own package runs the job; an address with a token
-    makes the client use TLS, which this plaintext server does not speak: one line, at once."""
-    url, switch = switchable_server
+    """The same server with the workers' own package runs the job. Without its token, or with
+    another, it refuses the client: one line, at once, the token not shown. A token to
+    127.0.0.1 (not `localhost`) makes the client use TLS, which this server does not speak."""
+    url, port, switch = switchable_server
     switch.write_text("same")
     result = _client(url, tmp_path / "out")
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "out" / "scores.json").is_file()
-    result = _client(f"{url}/;token={SECRET}", tmp_path / "token")
-    errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
-    assert result.returncode == SparkUnreachableError.exit_code, result.stderr[-3000:]
-    assert len(errors) == 1 and "Tls handshake failed" in errors[0] and SECRET not in result.stderr
+    for address, says in [
+            (f"sc://localhost:{port}", f"the Spark Connect server at localhost:{port} refuses this "
+                                       f"client (UNAUTHENTICATED: No authentication token provided)"),
+            (f"sc://localhost:{port}/;token={SECRET}", "refuses this client (UNAUTHENTICATED: Invalid"),
+            (f"sc://127.0.0.1:{port}/;token={SERVER_TOKEN}", "(Tls handshake failed")]:
+        result = _client(address, tmp_path / "refused")
+        errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+        assert result.returncode == SparkUnreachableError.exit_code, result.stderr[-3000:]
+        assert len(errors) == 1 and says in errors[0], result.stderr[-3000:]
+        assert SECRET not in result.stderr and SERVER_TOKEN not in result.stderr
+        assert not (tmp_path / "refused").exists()

@@ -179,6 +179,7 @@ def _answers(url: str, where: Address, seconds: float) -> None:
         try:
             stub.AnalyzePlan(request, metadata=builder.metadata(), timeout=seconds)
         except grpc.RpcError as exc:
+            _refused_credentials(where, exc, builder.token)
             reason = _refusal(exc, seconds)
             if reason:
                 _unreachable(where, reason)
@@ -202,6 +203,20 @@ def _release(stub, request, metadata, seconds: float) -> None:
         pass
 
 
+def _refused_credentials(where: Address, exc, token: Optional[str]) -> None:
+    """A Connect server that answers, and refuses the token (none, or another than its own);
+    its words without the token, should it repeat it."""
+    import grpc
+
+    if exc.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+        said = " ".join((exc.details() or "").split())
+        said = said.replace(token, "...") if token else said
+        raise SparkUnreachableError(
+            f"the Spark Connect server at {where.host}:{where.port} refuses this client "
+            f"({exc.code().name}: {said[:200]}): check the token of SPARK_REMOTE, spark.remote "
+            f"or --remote, or SPARK_CONNECT_AUTHENTICATE_TOKEN")
+
+
 def _refusal(exc, seconds: float) -> Optional[str]:
     """Why a failed call means no Spark Connect server; None where a server asks the client to
     wait (a cluster starting), which pyspark's retries are for."""
@@ -222,8 +237,6 @@ def _refusal(exc, seconds: float) -> Optional[str]:
         return "an HTTP server answers there, not a gRPC one"
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return "a gRPC server without Spark Connect's service answers there"
-    if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-        return f"the server there refuses this client's credentials, {code.name}: {last}"
     if code == grpc.StatusCode.UNAVAILABLE:
         return f"the connection failed: {last}"
     return f"{code.name}: {last}"
