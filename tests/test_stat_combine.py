@@ -65,9 +65,12 @@ class Probe(Metric):
     def scores(self, sums):
         return np.asarray(sums, np.float64).reshape(-1, 4)[:, 3]
 
+    def signature_fields(self):
+        return (("probe", "yes"),)
+
     def result(self, sums, row):
         return {"score": self.score(sums), "n_segments": row["n_segments"], "tokenize": None,
-                "signature": "probe", "verbose": f"Probe = {self.score(sums)}"}
+                "signature": self.signature(1), "verbose": f"Probe = {self.score(sums)}"}
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ console table work from these declarations alone:
   `combine.matrix_type` (int64 unless a column is a float);
 - `score(sums)` and `scores(matrix)`: ONE formula from summed statistics, scalar and
   vectorized over many rows of sums (bootstrap replicates, randomization trials);
+- `signature_fields()`: its fields of the `Signature` (the shared `nrefs` and `version` around
+  them), sacrebleu's order;
 - `result(...)`: its result fields, signature and text line, and `sacrebleu_json(...)` the
   fields sacrebleu's JSON adds (`name`, `verbose_score`);
 - `sentence_scores(stats)`: each segment's sentence-level score, from its own statistics;
@@ -80,6 +82,23 @@ class OptionsText:
 def nrefs_label(min_refs: int, max_refs: int) -> Union[int, str]:
     """sacrebleu prints the number of references when every segment has the same, else `var`."""
     return min_refs if min_refs == max_refs else VARIABLE_REFS
+
+
+def yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A metric's signature as sacrebleu writes it (`nrefs:1|case:mixed|...|version:2.6.0`): the
+    shared fields `nrefs` first and `version` last, the metric's own in its order between."""
+    nrefs: Union[int, str]
+    fields: Tuple[Tuple[str, Any], ...]
+    version: Optional[str] = None  # of the sacrebleu that measured the statistics; None: installed
+
+    def __str__(self) -> str:
+        every = [("nrefs", self.nrefs), *self.fields, ("version", self.version or sacrebleu_version())]
+        return "|".join(f"{name}:{value}" for name, value in every)
 
 
 class Metric(ABC):
@@ -201,6 +220,17 @@ class Metric(ABC):
     @abstractmethod
     def scores(self, sums: np.ndarray) -> np.ndarray:
         """`score` of every row of a (rows, width) matrix of sums, float64."""
+
+    # The sacrebleu that measured saved statistics (their row's `sacrebleu_version`); None:
+    # the installed one.
+    version: Optional[str] = None
+
+    @abstractmethod
+    def signature_fields(self) -> Tuple[Tuple[str, Any], ...]:
+        """Its own fields of the signature, in sacrebleu's order (`Signature`)."""
+
+    def signature(self, nrefs: Union[int, str]) -> str:
+        return str(Signature(nrefs, self.signature_fields(), self.version))
 
     @abstractmethod
     def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:
