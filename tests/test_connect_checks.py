@@ -166,6 +166,18 @@ def _http(connection):
     connection.close()
 
 
+def _retry_later(context):
+    """UNAVAILABLE with gRPC's RetryInfo: the server asks its client to call again later."""
+    from google.protobuf import any_pb2, duration_pb2
+    from google.rpc import code_pb2, error_details_pb2, status_pb2
+    from grpc_status import rpc_status
+
+    detail = any_pb2.Any()
+    detail.Pack(error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=5)))
+    context.abort_with_status(rpc_status.to_status(status_pb2.Status(
+        code=code_pb2.UNAVAILABLE, message="cluster starting", details=[detail])))
+
+
 @pytest.fixture(scope="module")
 def fake_servers():
     import grpc
@@ -176,7 +188,10 @@ def fake_servers():
         calls = []
 
         def AnalyzePlan(self, request, context):
-            self.calls.append(("AnalyzePlan", request.session_id, dict(context.invocation_metadata())))
+            headers = dict(context.invocation_metadata())
+            self.calls.append(("AnalyzePlan", request.session_id, headers))
+            if headers.get("x-test") == "retry-later":  # as a platform whose cluster starts
+                _retry_later(context)
             return base_pb2.AnalyzePlanResponse(session_id=request.session_id,
                                                 spark_version=base_pb2.AnalyzePlanResponse.SparkVersion(version="4.3.0"))
 
@@ -276,6 +291,14 @@ def test_a_server_that_answers_passes_and_its_check_leaves_no_session(client_env
     named = str(uuid.uuid4())
     connect.check_server(f"sc://127.0.0.1:{port}/;session_id={named}")
     assert [(name, session) for name, session, _ in calls] == [("AnalyzePlan", named)]
+
+
+def test_a_server_that_asks_to_call_later_is_left_to_pysparks_retries(client_env, fake_servers):
+    """UNAVAILABLE with RetryInfo comes from a server that is there (a cluster starting): not
+    refused, while UNAVAILABLE from a port that closes at once is."""
+    connect.check_server(f"sc://127.0.0.1:{fake_servers['connect']}/;x-test=retry-later")
+    with pytest.raises(SparkUnreachableError, match="the connection failed"):
+        connect.check_server(f"sc://127.0.0.1:{fake_servers['closing']}")
 
 
 def test_the_worker_check_ships_its_function_by_value():
