@@ -137,13 +137,6 @@ def grouping_sets(options: AggregateOptions, stats: pa.Table) -> List[scoring.Gr
     return sets
 
 
-def partition_columns(path: str) -> Tuple[str, ...]:
-    """The partition columns a saved result was written with (the report's time axis)."""
-    fs, root = store.filesystem(path)
-    marker = store.read_marker(fs, root)
-    return tuple(marker.get("partition_by") or ()) if marker else ()
-
-
 def check_output_apart(stats: str, output: str) -> None:
     """The output replaces its folder whole: if it is the statistics read, holds them or lies in
     them, the run would destroy (or be read back as) its own input. Compared as resolved paths,
@@ -165,12 +158,8 @@ def _same_scheme(uri: str) -> str:
 def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
     started = time.time()
     run_id = store.new_run_id()
-    tables = None
-    if options.catalog:  # its tables checked before the folder is made
-        from .spark.catalog import CatalogSink
-
-        tables = CatalogSink(spark, options.catalog, (), run_id, command="aggregate").open()
-    output = store.open_output(options.output, (), run_id) if options.output else None
+    # One sink, whatever stores the options name (a catalog's checks before the folder is made).
+    sink = store.open_sink(options, run_id, "aggregate", spark)
     try:
         stats = _read(options, spark)
         statstable.check_measurement(stats)
@@ -198,29 +187,20 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
             from .spark.runtime import describe
 
             run["spark"] = describe(spark)
-        if tables:
-            from .spark.catalog import Sinks
-
-            scoring.write_views(Sinks(None, tables, ()), stats, scores, sets, config, run, False,
-                                resampling, paired=paired)
-        if output:
-            scoring.write_views(output, stats, scores, sets, config, run, False, resampling,
-                                paired=paired)
+        if sink:
+            scoring.result_views(stats, scores, sets, config, run, False, resampling,
+                                 paired=paired).write(sink)
             if options.report:
-                kept = (tuple(c for c in partition_columns(options.stats) if c in finest)
+                kept = (tuple(c for c in store.partition_columns(options.stats) if c in finest)
                         if options.stats else ())
-                page = scoring.report_html(stats, sets, config, kept, run, resampling=resampling,
-                                           paired=paired)
-                output.write_bytes("report.html", page.encode())
+                sink.write_file("report.html", scoring.report_html(
+                    stats, sets, config, kept, run, resampling=resampling, paired=paired))
             run["timings"] = {"total_s": time.time() - started}
-            output.commit(run)
-        if tables:
-            run["catalog_tables"] = tables.commit()
-            run.setdefault("timings", {"total_s": time.time() - started})  # no folder: for the console
+            sink.commit(run)
         return AggregateResult(scores, run, stats, paired)
     except BaseException:
-        if output:
-            output.abort()
+        if sink:
+            sink.abort()
         raise
 
 

@@ -28,7 +28,6 @@ saved statistics can be scored under any of them without reading the text again.
 """
 from __future__ import annotations
 
-import os
 from typing import Dict, Mapping, Optional, Sequence
 
 import numpy as np
@@ -38,7 +37,6 @@ import pyarrow.fs as pafs
 
 from . import metrics, predicate, store
 from .errors import IncompatibleStatisticsError, InputNotFoundError, UsageError
-from .metrics import combine
 from .metrics.base import SUM, sacrebleu_version
 from .predicate import Predicate
 
@@ -81,6 +79,10 @@ STATISTICS_FOLDERS = ("stats", "segments")
 def stat_columns(table: pa.Table) -> list:
     """The summed statistics columns of a table, in order (the metrics' own columns)."""
     return [c for c in table.column_names if metrics.is_stat_column(c)]
+
+
+def _all_stat_names(table: pa.Table) -> set:
+    return set(stat_columns(table))
 
 
 def value_columns(table: pa.Table) -> list:
@@ -136,21 +138,17 @@ def summed(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     return merged.select([c for c in order if c in merged.column_names])
 
 
-def add_up(table: pa.Table, keys: Sequence[str],
-           declared: Optional[Sequence[metrics.StatColumn]] = None) -> pa.Table:
+def add_up(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     """Rows with equal `keys` as one row, keys first, the other columns in their order: counts
-    summed, statistics combined as declared (null when every row is null), min_refs a min,
-    max_refs a max, the resampling labels kept when they agree (else MIXED), replicate and trial
-    sums added element-wise; other columns (group columns not in `keys`) left out. Null keys
-    form their own group, as in SQL's GROUP BY. `declared`: the statistic columns (a task has
-    them from its plan); None: the registry's declarations of the table's."""
+    and statistics summed (null when every row is null), min_refs a min, max_refs a max, the
+    resampling labels kept when they agree (else MIXED), replicate and trial sums added
+    element-wise; other columns (group columns not in `keys`) left out. Null keys form their own
+    group, as in SQL's GROUP BY."""
     keys = list(keys)
-    if declared is None:
-        declared = [metrics.stat_column(c) for c in stat_columns(table)]
-    statistics = [c for c in declared if c.name in table.column_names and c.name not in keys]
-    known = {*_COMBINE, *COUNTS, *(c.name for c in statistics)}
+    known = {*_COMBINE, *COUNTS, *_all_stat_names(table)}
     values = [c for c in table.column_names if c not in keys and c in known]
-    kind = {**{c: _COMBINE.get(c, SUM) for c in values}, **dict(combine.arrow_aggregations(statistics))}
+    kind = {c: _COMBINE.get(c) or (metrics.stat_column(c).combine if metrics.is_stat_column(c)
+                                    else SUM) for c in values}
     ops = [(c, op) for c in values for op in
            (("min", "max") if kind[c] == "label" else () if kind[c] == "lists" else (kind[c],))]
     rows = table.append_column("_row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
@@ -293,24 +291,12 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
     columns before any row is read and given to the scan (partitions it excludes are skipped)."""
     import pyarrow.dataset as ds
 
-    fs, root = store.filesystem(path)
-    marker, files = store.read_marker(fs, root), None
-    if marker is not None:
-        files = store.live_files(fs, root, "stats")
-        root = f"{root}/stats"
-    elif os.path.basename(root) in STATISTICS_FOLDERS:  # a table of an output folder
-        marker = store.read_marker(fs, os.path.dirname(root))
-        if marker is not None:
-            files = store.live_files(fs, os.path.dirname(root), os.path.basename(root))
+    found = store.locate(path, "stats", STATISTICS_FOLDERS)
+    fs, root, files = found.fs, found.root, found.files
     if files is None and fs.get_file_info(root).type == pafs.FileType.NotFound:
         raise InputNotFoundError(f"statistics path not found: {path}")
-    if marker and marker.get("partition_by"):
-        types = marker.get("partition_types", {})
-        partitioning = ds.partitioning(pa.schema(
-            [(c, store.PARTITION_TYPES.get(types.get(c), pa.string())) for c in marker["partition_by"]]),
-            flavor="hive")
-    else:
-        partitioning = "hive"
+    partitioning = (ds.partitioning(found.partition_schema(), flavor="hive")
+                    if found.partition_by else "hive")
     try:
         # The files the output's commit log names (a Parquet path of no output: all it holds).
         source, base = (root, None) if files is None else (files, root)
@@ -323,7 +309,7 @@ def read(path: str, where: Optional[Predicate] = None) -> pa.Table:
         check_statistics_columns(path, schema.names)
         rows = None if where is None else predicate.to_arrow(bound(where, schema))
         if files is not None and partitioning != "hive":  # values as the folders name them
-            dataset = store.files_dataset(files, root, fs, schema, marker["partition_by"])
+            dataset = store.files_dataset(files, root, fs, schema, found.partition_by)
         else:
             dataset = ds.dataset(source, schema=schema, filesystem=fs, format="parquet",
                                  partitioning=partitioning, partition_base_dir=base)

@@ -352,7 +352,7 @@ def test_hostile_names_reach_every_catalog_table_as_names_and_change_nothing_els
     database's folder, and nothing is made where the names point."""
     from datetime import date
 
-    from bleu_spark.spark.catalog import TABLES, CatalogSink
+    from bleu_spark.store.catalog import TABLES, CatalogSink
 
     evil = str(tmp_path / "evil")
     names = hostile_names(evil)
@@ -384,7 +384,7 @@ def test_a_rerun_replaces_every_table_of_its_partitions_together(spark, in_memor
     those tables lose their rows of P (of every partition, unpartitioned), as the folder's commit
     drops them; partition Q, not rerun, keeps all its tables. Values of every partition type,
     null, and quotes among them."""
-    from bleu_spark.spark.catalog import CatalogSink
+    from bleu_spark.store.catalog import CatalogSink
 
     database = in_memory_database(f"rerun_{len(partition_by)}_db")
     rerun, kept = [("it's`", 1), (None, None)], [("q", 2)]
@@ -494,7 +494,7 @@ def test_a_run_with_hostile_column_names_into_the_catalog_then_its_rerun(spark, 
 
 
 def test_a_column_whose_type_changed_is_one_line_whatever_its_name(spark, in_memory_database):
-    from bleu_spark.spark.catalog import CatalogSink
+    from bleu_spark.store.catalog import CatalogSink
 
     database, name = in_memory_database("retyped_db"), "two\nlines`"
     first = CatalogSink(spark, database, (), "first").open()
@@ -514,7 +514,7 @@ def test_a_catalog_that_cannot_be_opened_for_stats_table_or_catalog_is_exit_18()
 
     from bleu_spark.errors import CatalogUnavailableError
     from bleu_spark.spark.aggregate import read_stats_table
-    from bleu_spark.spark.catalog import CatalogSink
+    from bleu_spark.store.catalog import CatalogSink
 
     def unreachable(*args):
         raise RuntimeError("Unable to instantiate SessionHiveMetaStoreClient\n\tat org.apache...")

@@ -284,3 +284,67 @@ def test_packed_replicate_sums_add_up_element_wise_per_group():
         assert summed[group]["n_segments"] == sum(r["n_segments"] for r in mine)
     once = statstable.add_up(table, ["g", "resampling"])
     assert statstable.add_up(once, ["g", "resampling"]).to_pylist() == once.to_pylist()
+
+
+def test_local_aggregate_writes_through_its_sink_without_pyspark(tmp_path):
+    """`aggregate --engine local` reads through `store.locate` and writes through the one sink
+    `store.open_sink` builds: the catalog sink (pyspark's) is never imported."""
+    rng = random.Random(5)
+    folder = save(tmp_path / "saved", measured(rng, 10, system="A")[0])
+    code = ("import sys; from bleu_spark import cli; "
+            f"code = cli.main(['aggregate', '--stats', {folder!r}, '--output', "
+            f"{str(tmp_path / 'out')!r}, '--engine', 'local', '--progress-seconds', '0']); "
+            "sys.exit(code or 10 * any(m.split('.')[0] == 'pyspark' or m == 'bleu_spark.store.catalog' "
+            "for m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert pq.read_table(str(tmp_path / "out" / "scores")).num_rows == 1
+
+
+class Recording:
+    """A store that records what it is asked, in order, into a shared list."""
+
+    def __init__(self, name, said, files=True):
+        self.name, self.said, self.files, self.partition_by = name, said, files, ()
+
+    def open(self):
+        self.said.append((self.name, "open"))
+        return self
+
+    def write_table(self, table_name, table):
+        self.said.append((self.name, "table", table_name))
+
+    def write_file(self, file_name, value):
+        if self.files:
+            self.said.append((self.name, "file", file_name))
+
+    def task_files(self, table_name):
+        return f"{self.name}/{table_name}" if self.files else None
+
+    def written_by_tasks(self, table_name):
+        return [f"{self.name}/{table_name}/part-0.parquet"] if self.files else []
+
+    def commit(self, run, prepare=None):
+        self.said.append((self.name, "commit"))
+
+    def abort(self):
+        self.said.append((self.name, "abort"))
+
+
+def test_a_fan_out_opens_last_first_commits_first_first_and_writes_everything_to_each():
+    said = []
+    both = store.FanOut([Recording("folder", said), Recording("catalog", said, files=False)]).open()
+    both.write_table("stats", pa.table({"x": [1]}))
+    both.write_file("scores.json", [])
+    assert both.task_files("segments") == "folder/segments"
+    assert both.written_by_tasks("segments") == ["folder/segments/part-0.parquet"]
+    both.commit({})
+    both.abort()
+    assert said == [("catalog", "open"), ("folder", "open"), ("folder", "table", "stats"),
+                    ("catalog", "table", "stats"), ("folder", "file", "scores.json"),
+                    ("folder", "commit"), ("catalog", "commit"), ("folder", "abort"),
+                    ("catalog", "abort")]
+    from types import SimpleNamespace
+
+    assert store.open_sink(SimpleNamespace(output=None, catalog=None), "run") is None

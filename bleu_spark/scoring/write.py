@@ -1,8 +1,10 @@
-"""What a result folder gets from its statistics and scores: the tables, `scores.json`, the
-paired tests and the report page (the grouping set it draws, over one run or every partition)."""
+"""What a result holds, from its statistics and scores: the tables, `scores.json`, the paired
+tests and the report page (the grouping set it draws, over one run or every partition). No I/O:
+values the command hands to its sink (`bleu_spark.store.Sink`)."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -44,27 +46,43 @@ def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Ch
                          drilldown=drilldown)
 
 
-def write_views(output, stats: pa.Table, scores: List[dict], sets: Sequence[GroupingSet],
-                config: metrics.Choices, run: dict, report: bool,
-                resampling: Optional[Resampling] = None,
-                segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
-                drilldown: Optional[dict] = None) -> None:
+@dataclass
+class Views:
+    """What a result holds, from its statistics and scores, in the order written: its tables
+    (name, pyarrow Table) and its top-level files (name, JSON value or page text)."""
+    tables: List[Tuple[str, pa.Table]] = field(default_factory=list)
+    files: List[Tuple[str, object]] = field(default_factory=list)
+
+    def write(self, sink) -> None:
+        """Every table and file handed to `sink` (`bleu_spark.store.Sink`)."""
+        for name, table in self.tables:
+            sink.write_table(name, table)
+        for name, value in self.files:
+            sink.write_file(name, value)
+
+
+def result_views(stats: pa.Table, scores: List[dict], sets: Sequence[GroupingSet],
+                 config: metrics.Choices, run: dict, report: bool,
+                 resampling: Optional[Resampling] = None,
+                 segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
+                 drilldown: Optional[dict] = None, partition_by: Sequence[str] = ()) -> Views:
     """The tables and files every result holds, from its statistics and their scores. A
-    partitioned folder's report is drawn at the commit (`write_partitioned_report`). The trial
-    sums of approximate randomization are not kept: they serve this run's paired tests only."""
+    partitioned result's report is drawn at the commit (`partitioned_report`). The trial sums
+    of approximate randomization are not kept: they serve this run's paired tests only."""
     fields = group_fields(stats, sets)
-    output.write_table("stats", without_trials(stats))
-    output.write_table("scores", scores_table(scores, fields))
-    output.write_table("dashboard", dashboard_table(scores, fields, run["run_id"], run["run_time"]))
-    output.write_json("scores.json", json_rows(scores, [f.name for f in fields]))
+    views = Views()
+    views.tables += [("stats", without_trials(stats)), ("scores", scores_table(scores, fields)),
+                     ("dashboard", dashboard_table(scores, fields, run["run_id"], run["run_time"]))]
+    views.files.append(("scores.json", json_rows(scores, [f.name for f in fields])))
     if paired is not None:
         compared = [f for f in fields if any(f.name in r for r in paired) and f.name != "system"]
-        output.write_table("paired", paired_table(paired, compared))
-        output.write_json("paired.json", paired)
-    if report and not output.partition_by:
-        page = report_html(stats, sets, config, run=run, resampling=resampling,
-                           segments=segments, paired=paired, drilldown=drilldown)
-        output.write_bytes("report.html", page.encode())
+        views.tables.append(("paired", paired_table(paired, compared)))
+        views.files.append(("paired.json", paired))
+    if report and not partition_by:
+        views.files.append(("report.html", report_html(
+            stats, sets, config, run=run, resampling=resampling, segments=segments, paired=paired,
+            drilldown=drilldown)))
+    return views
 
 
 def without_trials(stats: pa.Table) -> pa.Table:
@@ -74,19 +92,17 @@ def without_trials(stats: pa.Table) -> pa.Table:
     return stats.set_column(trials, statstable.TRIAL_SUMS, pa.nulls(stats.num_rows, stats[trials].type))
 
 
-def stats_after_commit(output, stats: pa.Table) -> pa.Table:
-    """The statistics a partitioned folder will hold once `output` is committed: those of the
-    partitions it keeps, and this run's (which replace theirs wherever this run staged)."""
-    from .. import store
-    from ..errors import InputNotFoundError
+def stats_after_commit(held: Optional[pa.Table], partition_by: Sequence[str],
+                       replaced: Sequence[str], stats: pa.Table) -> pa.Table:
+    """The statistics a partitioned result will hold once committed: `held` (those committed
+    before, None if none) outside the partitions `replaced`, and this run's."""
+    from ..store import rows_outside
 
     stats = without_trials(stats)
-    try:
-        held = statstable.read(output.uri)
-    except InputNotFoundError:  # nothing committed yet
+    if held is None:
         return stats
-    kept = store.rows_outside(held, output.partition_by, output.staged_partitions())
-    kept = _typed_like(kept, stats, output.partition_by)  # as recorded -> as this run's input
+    kept = rows_outside(held, partition_by, replaced)
+    kept = _typed_like(kept, stats, partition_by)  # as recorded -> as this run's input
     return pa.concat_tables([kept, stats], promote_options="permissive")
 
 
@@ -97,13 +113,12 @@ def _typed_like(table: pa.Table, stats: pa.Table, columns: Sequence[str]) -> pa.
     return table
 
 
-def write_partitioned_report(output, stats: pa.Table, sets: Sequence[GroupingSet],
-                             config: metrics.Choices, run: dict,
-                             resampling: Optional[Resampling] = None,
-                             drilldown: Optional[dict] = None) -> None:
-    """The report over every partition the folder will hold, staged with the run's files: called
-    by the commit before its entry, so a group it cannot score (two tokenizers, say) fails the
-    run with DIR untouched."""
-    page = report_html(stats_after_commit(output, stats), sets, config, output.partition_by, run,
-                       resampling=resampling, drilldown=drilldown)
-    output.write_bytes("report.html", page.encode())
+def partitioned_report(held: Optional[pa.Table], replaced: Sequence[str], stats: pa.Table,
+                       sets: Sequence[GroupingSet], config: metrics.Choices, run: dict,
+                       partition_by: Sequence[str], resampling: Optional[Resampling] = None,
+                       drilldown: Optional[dict] = None) -> str:
+    """The report over every partition the result will hold (`stats_after_commit`): drawn at
+    the commit before its entry, so a group it cannot score (two tokenizers, say) fails the run
+    with the result untouched."""
+    return report_html(stats_after_commit(held, partition_by, replaced, stats), sets, config,
+                       partition_by, run, resampling=resampling, drilldown=drilldown)

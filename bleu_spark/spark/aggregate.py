@@ -5,7 +5,6 @@ is already small and `bleu_spark.scoring` makes the same checks and scores as fo
 """
 from __future__ import annotations
 
-import os
 from typing import Optional, Sequence
 
 import pyarrow as pa
@@ -16,9 +15,8 @@ from pyspark.sql import types as T
 from .. import metrics, predicate, segments, statstable, store
 from ..errors import InputNotFoundError
 from ..predicate import Predicate
-from ..tablenames import check_table_name
 from . import io
-from .catalog import check_open
+from ..store.catalog import read_table
 from .files import read_files
 from .names import column, columns, map_in_arrow
 
@@ -26,21 +24,13 @@ def read_stats(spark: SparkSession, path: str, where: Optional[Predicate] = None
                kept: Optional[Sequence[str]] = None, resample: bool = False) -> pa.Table:
     """Statistics summed per group (`kept`: the group columns asked for; None: all of the
     table's). A segments table's replicate sums are drawn here, per group, when `resample`."""
-    fs, root = store.filesystem(path)
-    marker, folder, table = store.read_marker(fs, root), root, "stats"
-    stats_path = path.rstrip("/") + "/stats" if marker else path
-    if marker is None and os.path.basename(root) in statstable.STATISTICS_FOLDERS:
-        folder, table = os.path.split(root)
-        marker = store.read_marker(fs, folder)
-    files = store.live_files(fs, folder, table) if marker else None
-    if files is not None:  # the files the commit log names, read by the tasks through pyarrow
-        frame = read_files(spark, store.TableFiles(stats_path, "", tuple(marker["partition_by"]),
-                                                   tuple(sorted(store.settings().items()))),
-                           files, marker.get("partition_types"))
+    found = store.locate(path, "stats", statstable.STATISTICS_FOLDERS)
+    if found.in_output:  # the files the commit log names, read by the tasks through pyarrow
+        frame = read_files(spark, found.task_files(), found.files, found.partition_types)
         if frame is None:
             raise InputNotFoundError(f"statistics path holds no Parquet files: {path}")
     else:  # a Parquet path of statistics rows, not an output's table
-        frame = io.read_parquet(spark, stats_path, what="statistics", merge_schema=True)
+        frame = io.read_parquet(spark, path, what="statistics", merge_schema=True)
     return summed_stats(frame, path, where, kept, resample)
 
 
@@ -48,12 +38,7 @@ def read_stats_table(spark: SparkSession, name: str, where: Optional[Predicate] 
                      kept: Optional[Sequence[str]] = None, resample: bool = False) -> pa.Table:
     """Statistics of a table of Spark's catalog (`score --catalog DB` writes `DB.stats`), summed
     per group as `read_stats` sums a folder's; its partition columns are group columns."""
-    database, table = check_table_name(name)
-    check_open(spark)
-    if not spark.catalog.tableExists(f"{database}.{table}"):
-        raise InputNotFoundError(f"--stats-table {name}: no such table in Spark's catalog "
-                                 f"(its settings name the catalog: docs/cluster.md)")
-    return summed_stats(spark.table(f"`{database}`.`{table}`"), name, where, kept, resample)
+    return summed_stats(read_table(spark, name), name, where, kept, resample)
 
 
 def summed_stats(frame: DataFrame, path: str, where: Optional[Predicate] = None,
@@ -75,9 +60,7 @@ def summed_stats(frame: DataFrame, path: str, where: Optional[Predicate] = None,
     schema = _summed_schema(frame.schema)
     # Rows of a key meet in one task and are added up there as `score` adds them (replicate sums
     # are lists Spark SQL cannot add element-wise): what reaches the driver is a row per group.
-    declared = [metrics.stat_column(c) for c in stats]  # the tasks have no registry to ask
-    summed = map_in_arrow(frame.repartition(*columns(keys)), _adding_up(keys, schema, declared, draw),
-                          schema)
+    summed = map_in_arrow(frame.repartition(*columns(keys)), _adding_up(keys, schema, draw), schema)
     return summed.toArrow()
 
 
@@ -89,7 +72,7 @@ def _summed_schema(schema: T.StructType) -> T.StructType:
                                   for c in statstable.SAMPLES if c not in names])
 
 
-def _adding_up(keys, schema: T.StructType, declared, draw=None):
+def _adding_up(keys, schema: T.StructType, draw=None):
     names = schema.fieldNames()
 
     def run(batches):
@@ -98,9 +81,9 @@ def _adding_up(keys, schema: T.StructType, declared, draw=None):
             return
         table = pa.concat_tables(tables)
         if draw is not None:
-            added = segments.with_replicate_sums(table, keys, *draw, declared=declared)
+            added = segments.with_replicate_sums(table, keys, *draw)
         else:
-            added = statstable.add_up(table, keys, declared)
+            added = statstable.add_up(table, keys)
         for name in names:
             if name not in added.column_names:
                 added = added.append_column(name, pa.nulls(added.num_rows, pa.list_(pa.int64())))

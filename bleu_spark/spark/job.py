@@ -2,6 +2,7 @@
 a statistics table), then show (scores, dashboard, report: `bleu_spark.scoring`), then write."""
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from contextlib import nullcontext
@@ -22,7 +23,8 @@ from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
 from ..resampling import POISSON, SACREBLEU, Resampling
 from ..rows import HINTS
 from ..shown import shown
-from . import catalog, drilldown, inputs, io, reduce, runtime
+from ..tablenames import check_database_name
+from . import drilldown, inputs, io, runtime
 from .names import column, columns, map_in_arrow
 from .failures import lost_worker_failure, memory_failure
 from .files import write_frame
@@ -128,11 +130,12 @@ def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> Dat
         # Replicate sums are lists Spark SQL cannot add element-wise: rows of a key meet in one
         # task, where the partition function's own merge adds them up.
         return map_in_arrow(partials.repartition(*columns(plan.keys)), merging(plan), schema)
+    stats = plan.stat_columns
     no_samples = [F.lit(None).cast("array<bigint>").alias(c) for c in statstable.SAMPLES]
     return partials.groupBy(*columns(plan.keys)).agg(
         F.sum(N_SEGMENTS).alias(N_SEGMENTS), F.min(MIN_REFS).alias(MIN_REFS),
         F.max(MAX_REFS).alias(MAX_REFS), F.sum(FINGERPRINT).alias(FINGERPRINT),
-        *reduce.aggregations(plan.declared), *no_samples)
+        *[F.sum(s).alias(s) for s in stats], *no_samples)
 
 
 def score_dataframe(df: DataFrame, group_by: Optional[Sequence[str]] = None,
@@ -277,7 +280,7 @@ def preflight(options: JobOptions) -> None:
         if refs is not None:
             io.check_columns(refs, inputs.references_table_rules(options, refs), table="references")
     if options.catalog:
-        catalog.check_database(options.catalog)
+        check_database_name(options.catalog)
     if options.output:
         io.check_output_outside_input(options.input, options.output)
         if options.references:
@@ -291,10 +294,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     store.configure(runtime.session_settings(spark))  # the output's S3 settings
     table = io.InputTable(spark, options.input)
     schema = table.schema  # a remote path that is not there fails here, before any output
-    # The catalog's tables checked before the folder is made: a refusal leaves nothing behind.
-    tables = (catalog.CatalogSink(spark, options.catalog, options.partition_by, run_id).open()
-              if options.catalog else None)
-    output = store.open_output(options.output, options.partition_by, run_id) if options.output else None
+    # One sink, whatever stores the options name (a catalog's checks before the folder is made).
+    sink = store.open_sink(options, run_id, spark=spark, frames=write_frame)
     try:
         if options.text.spm_model:
             runtime.ship_file(spark, options.text.spm_model)
@@ -302,9 +303,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         runtime.tag_jobs(spark, job_group, "bleu-spark score")
         plan = plan_for(schema, options)
         if plan.segments:  # written by the tasks, into the output folder, committed with the rest
-            where = replace(plan.segments, uri=output.table_uri(segments.TABLE), run_id=run_id,
-                            fs_settings=tuple(sorted(output.fs_settings.items())))
-            plan = replace(plan, segments=where)
+            where = sink.task_files(segments.TABLE)
+            plan = replace(plan, segments=replace(plan.segments, uri=where.uri, run_id=run_id,
+                                                  fs_settings=where.fs_settings))
         say_progress("reading the input's Parquet footers", options.progress_seconds)
         found = arrow_scan(spark, table, options, plan)
         scan = found if isinstance(found, ArrowScan) else None  # else why Spark's scan reads
@@ -359,56 +360,63 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id,
                          input_bytes)
         run["tokenizers"] = tokenizers
-        drill = None
-        if output or tables:
-            write_start = time.time()
-            if measurement.rejected and output:
-                write_rejected(measurement.rejected_frame(), output, options.partition_by)
-            if measurement.rejected and tables:
-                tables.write_table("rejected", measurement.rejected_frame())
-            drill = _drilldown(spark, plan, schema, resampling, output) if options.report else None
-            scoring.write_views(catalog.Sinks(output, tables, options.partition_by),
-                                measurement.stats, scores, measurement.sets, options.choices,
-                                run, options.report, resampling, measurement.segments, paired, drill)
-            timings["write_s"] = time.time() - write_start
+        if sink:
+            timings["write_s"], report = _write(spark, sink, options, plan, schema, measurement,
+                                                scores, paired, run)
         timings["total_s"] = time.time() - started
         run["timings"] = timings
-        if output:
-            # The report of a partitioned folder covers every partition it will hold: drawn under
-            # the commit's lock, before the entry, so a group it cannot score leaves DIR as it was.
-            hashed = resampling if resampling.method == POISSON else None
-            report = ((lambda staged: scoring.write_partitioned_report(
-                staged, measurement.stats, measurement.sets, options.choices, run, hashed, drill))
-                if options.report and options.partition_by else None)
-            output.commit(run, report)
-        if tables:
-            written = _run_segments(spark, plan, schema, output) if plan.segments else None
-            if written is not None:  # the files this run's tasks wrote, committed where they lie
-                tables.write_table(segments.TABLE, written)
-            run["catalog_tables"] = tables.commit()
+        if sink:
+            sink.commit(run, report)
         return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)
     except BaseException as exc:
-        if output:
-            output.abort()
+        if sink:
+            sink.abort()
         unreadable = io.read_failure(exc) or memory_failure(exc) or lost_worker_failure(exc)
         if unreadable is not None:
             raise unreadable from None
         raise
 
 
+def _write(spark: SparkSession, sink, options: JobOptions, plan: PartitionPlan,
+           schema: T.StructType, measurement: Measurement, scores: List[dict],
+           paired: Optional[List[dict]], run: dict):
+    """Every table and file of the result handed to the sink; the seconds it took, and what the
+    commit draws first (a partitioned folder's report, over every partition it will hold: under
+    the commit's lock, before the entry, so a group it cannot score leaves DIR as it was)."""
+    started = time.time()
+    resampling = options.resampling
+    # Read back (footers) only when a store or the report takes the segments the tasks wrote.
+    written = functools.cache(lambda: _run_segments(spark, plan, schema, sink) if plan.segments
+                              else None)
+    drill = _drilldown(plan, resampling, written()) if options.report else None
+    if measurement.rejected:
+        sink.write_table("rejected", measurement.rejected_frame())
+    if plan.segments:  # the files this run's tasks wrote, committed where they lie
+        sink.write_table(segments.TABLE, written)
+    scoring.result_views(measurement.stats, scores, measurement.sets, options.choices, run,
+                         options.report, resampling, measurement.segments, paired, drill,
+                         options.partition_by).write(sink)
+    if not (options.report and options.partition_by):
+        return time.time() - started, None
+    hashed = resampling if resampling.method == POISSON else None
+    report = lambda staged: staged.write_file("report.html", scoring.partitioned_report(
+        _committed_stats(staged), staged.staged_partitions(), measurement.stats, measurement.sets,
+        options.choices, run, options.partition_by, hashed, drill))
+    return time.time() - started, report
+
+
 def _run_segments(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
-                  output) -> Optional[DataFrame]:
+                  sink) -> Optional[DataFrame]:
     """This run's rows of the segments table, read back through pyarrow from the files its tasks
     wrote (never a Spark file system connector); None when there are none."""
     where = plan.segments
-    files = [f"{output.path}/{f}" for f in output.run_files().get(segments.TABLE, [])]
-    return drilldown.read(spark, where, files, _partition_types(schema, where.partition_by))
+    return drilldown.read(spark, where, sink.written_by_tasks(segments.TABLE),
+                          _partition_types(schema, where.partition_by))
 
 
-def _drilldown(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
-               resampling: Resampling, output) -> Optional[dict]:
+def _drilldown(plan: PartitionPlan, resampling: Resampling,
+               frame: Optional[DataFrame]) -> Optional[dict]:
     """What the report shows of this run's segments (`--segments`); None without them."""
-    frame = _run_segments(spark, plan, schema, output) if plan.segments else None
     if frame is None:
         return None
     where = plan.segments
@@ -416,18 +424,21 @@ def _drilldown(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,
                                 [name for name, _ in where.carried], resampling.baseline)
 
 
+def _committed_stats(output) -> Optional[pa.Table]:
+    """The statistics a partitioned folder holds before this run's commit; None before its
+    first."""
+    from ..errors import InputNotFoundError
+
+    try:
+        return statstable.read(output.uri)
+    except InputNotFoundError:
+        return None
+
+
 def _partition_types(schema: T.StructType, partition_by: Sequence[str]) -> dict:
     from pyspark.sql.pandas.types import to_arrow_type
 
     return {c: str(to_arrow_type(schema[c].dataType)) for c in partition_by}
-
-
-def write_rejected(frame: DataFrame, output, partition_by: Sequence[str]) -> None:
-    """DIR/rejected/, partitioned as the other tables, written by the tasks through pyarrow
-    (null and '' are two partitions, as in every other table)."""
-    write_frame(frame, store.TableFiles(output.table_uri("rejected"), output.run_id,
-                                        tuple(partition_by),
-                                        tuple(sorted(output.fs_settings.items()))))
 
 
 def _after_scoring(resampling: Resampling) -> str:

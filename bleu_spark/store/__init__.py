@@ -1,5 +1,11 @@
-"""The sink every table of a run goes through: an output folder on a local disk or an object
-store (S3: `s3://`, `s3a://`, `s3n://`), committed without renaming folders.
+"""The one way out and back in. Every table and file of a run goes through one sink (`sink.py`:
+open, write a table or a file, commit, abort), built from the options in one place
+(`open_sink`): the output folder, Spark's catalog (`catalog.py`, the only module here that
+imports pyspark, imported only for a run that names a catalog), or both through a fan-out.
+Every reader of an output folder finds its files through `locate` (`reading.py`).
+
+The folder: on a local disk or an object store (S3: `s3://`, `s3a://`, `s3n://`), committed
+without renaming folders.
 
 - A run writes each data file once, in place, under a name of its own:
   `DIR/<table>/part-<run>-<n>.parquet`, or inside the Hive partition folder with
@@ -36,10 +42,14 @@ from .manifest import live_files
 from .partitions import (PARTITION_TYPES, check_partition_columns, check_partition_names,
                          files_dataset, partition_path, partition_value, partition_values,
                          rows_of, rows_outside)
+from .reading import Located, locate, partition_columns
 from .recovery import recover
+from .sink import FanOut, Sink, open_sink
 from .tasks import TableFiles, TaskWriter
 
-__all__ = ["PARTITION_TYPES", "PartitionedOutput", "WholeOutput", "check_output", "check_partition_columns", "check_partition_names", "check_uri",
-           "configure", "files_dataset", "filesystem", "is_s3", "live_files", "new_run_id",
-           "open_output", "partition_path", "partition_value", "partition_values", "read_marker",
-           "recover", "rows_of", "rows_outside", "settings", "TableFiles", "TaskWriter"]
+__all__ = ["check_output", "check_partition_columns", "check_partition_names", "check_uri",
+           "configure", "FanOut", "files_dataset", "filesystem", "is_s3", "live_files", "locate",
+           "Located", "new_run_id", "open_output", "open_sink", "partition_columns",
+           "partition_path", "PARTITION_TYPES", "partition_value", "partition_values",
+           "PartitionedOutput", "read_marker", "recover", "rows_of", "rows_outside", "settings",
+           "Sink", "TableFiles", "TaskWriter", "WholeOutput"]

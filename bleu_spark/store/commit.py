@@ -8,7 +8,7 @@ import itertools
 import json
 import os
 import uuid
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -24,13 +24,17 @@ from .owner import _locked, owner_record
 from .partitions import (check_partition_columns, check_partition_names, partition_path,
                          partition_values, rows_of)
 from .recovery import _prune, finish, recover
+from .tasks import TableFiles
 
 
 class _Output:
     """What both kinds of output share: writing a run's files, committing them, undoing them."""
 
-    def __init__(self, uri: str, partition_by: Sequence[str], run_id: str):
+    def __init__(self, uri: str, partition_by: Sequence[str], run_id: str,
+                 frames: Optional[Callable] = None):
         check_partition_names(partition_by)
+        self.frames = frames            # how the tasks write a Spark DataFrame (the Spark layer's)
+        self.by_tasks: set = set()      # tables the tasks were told to write (`task_files`)
         self.uri = uri.rstrip("/") or "/"
         self.fs, self.path = filesystem(self.uri)
         if self.path in ("/", ""):
@@ -55,11 +59,30 @@ class _Output:
         """What the tasks need to open the same file system as the driver."""
         return settings()
 
+    def task_files(self, table: str) -> TableFiles:
+        """Where and how the tasks write a table's files themselves."""
+        self.by_tasks.add(table)
+        return TableFiles(self.table_uri(table), self.run_id, self.partition_by,
+                          tuple(sorted(self.fs_settings.items())))
+
+    def written_by_tasks(self, table: str) -> List[str]:
+        """The files of `table` this run wrote (full paths), by the tasks or this process."""
+        return [f"{self.path}/{f}" for f in self.run_files().get(table, [])]
+
     def data_file(self, table: str, partition: str = "", suffix: Optional[str] = None) -> str:
         name = f"{data_prefix(self.run_id)}{suffix or next(self._numbers)}.parquet"
         return "/".join(p for p in (self.path, table, partition, name) if p)
 
     # --- writing ------------------------------------------------------------------------------
+
+    def write_file(self, name: str, value) -> None:
+        """A top-level file: bytes or text as they are, any other value as JSON."""
+        if isinstance(value, str):
+            value = value.encode()
+        if isinstance(value, (bytes, bytearray)):
+            self.write_bytes(name, bytes(value))
+        else:
+            self.write_json(name, value)
 
     def write_json(self, name: str, value) -> None:
         self.write_bytes(name, json_bytes(value))
@@ -71,8 +94,15 @@ class _Output:
             out.write(data)
         self.files.append(name)
 
-    def write_table(self, name: str, table: pa.Table) -> None:
-        """`name/part-<run>-<n>.parquet`, or one file per partition under `name/col=value/`."""
+    def write_table(self, name: str, table) -> None:
+        """`name/part-<run>-<n>.parquet`, or one file per partition under `name/col=value/`; a
+        Spark DataFrame (or a function making one) written by the tasks (`frames`), each its own
+        files; a table the tasks already wrote this run (the segments, as they scored) is not
+        written again."""
+        if not isinstance(table, pa.Table):
+            if name not in self.by_tasks:
+                self.frames(table() if callable(table) else table, self.task_files(name))
+            return
         if not self.partition_by:
             self._write_file(name, "", table)
             return
@@ -220,8 +250,8 @@ class _Output:
 class WholeOutput(_Output):
     """DIR's tables and files replaced whole by the run's."""
 
-    def __init__(self, uri: str, run_id: str):
-        super().__init__(uri, (), run_id)
+    def __init__(self, uri: str, run_id: str, frames: Optional[Callable] = None):
+        super().__init__(uri, (), run_id, frames)
 
     def check(self) -> None:
         _check_replaceable(self.fs, self.path, self.uri, partitioned=False)
@@ -297,11 +327,17 @@ def _only_leftovers(fs, commits: str) -> bool:
                or UNLINKED.fullmatch(i.base_name) for i in listing(fs, commits))
 
 
-def open_output(uri: str, partition_by: Sequence[str] = (), run_id: Optional[str] = None):
+def output_for(uri: str, partition_by: Sequence[str] = (), run_id: Optional[str] = None,
+               frames: Optional[Callable] = None) -> _Output:
+    """The folder sink of `uri`, not opened yet."""
     run_id = run_id or new_run_id()
     if partition_by:
-        return PartitionedOutput(uri, partition_by, run_id).open()
-    return WholeOutput(uri, run_id).open()
+        return PartitionedOutput(uri, partition_by, run_id, frames)
+    return WholeOutput(uri, run_id, frames)
+
+
+def open_output(uri: str, partition_by: Sequence[str] = (), run_id: Optional[str] = None):
+    return output_for(uri, partition_by, run_id).open()
 
 
 def check_output(uri: str, partition_by: Sequence[str] = ()) -> None:

@@ -1,6 +1,7 @@
-"""Tables in Spark's catalog (`--catalog DB`): a run's tables written as `DB.scores`,
-`DB.dashboard`, `DB.stats`, ... beside or instead of the output folder, and statistics read back
-from `DB.stats` (`aggregate --stats-table`).
+"""The catalog sink (`--catalog DB`): a run's tables written as `DB.scores`, `DB.dashboard`,
+`DB.stats`, ... into Spark's catalog, beside or instead of the output folder (`sink.Sink`), and
+the catalog opened for `aggregate --stats-table`. The one module of `store/` that imports
+pyspark: `sink.open_sink` imports it only when a run names a catalog.
 
 Only Spark SQL is used, so the catalog and the table format are whatever the platform's Spark
 settings make them (a Hive metastore, Glue, Unity, an Iceberg or Delta catalog): tables are
@@ -19,17 +20,16 @@ import re
 from contextlib import contextmanager
 from typing import Dict, List, Optional, Sequence
 
-import pyarrow as pa
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import metrics
-from ..errors import CatalogUnavailableError, OutputError
+from ..errors import CatalogUnavailableError, InputNotFoundError, OutputError
 from ..shown import shown
-from ..tablenames import check_database_name as check_database
-from .names import column, columns, identifier
+from ..tablenames import check_database_name as check_database, check_table_name
+from ..spark.names import column, columns, identifier
 
 OWNER = "bleu_spark.table"          # the table property that marks a table as this job's
 FORMAT_VERSION = "bleu_spark.format_version"
@@ -87,6 +87,16 @@ def check_open(spark: SparkSession) -> None:
                                       f"{_first_line(exc)}") from None
 
 
+def read_table(spark: SparkSession, name: str) -> DataFrame:
+    """A table of Spark's catalog (`aggregate --stats-table DB.TABLE`), its catalog opened."""
+    database, table = check_table_name(name)
+    check_open(spark)
+    if not spark.catalog.tableExists(f"{database}.{table}"):
+        raise InputNotFoundError(f"--stats-table {name}: no such table in Spark's catalog "
+                                 f"(its settings name the catalog: docs/cluster.md)")
+    return spark.table(quoted(database, table))
+
+
 def _first_line(exc: Exception) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[0][:300] if lines else type(exc).__name__
@@ -126,18 +136,42 @@ class CatalogSink:
     def write_table(self, name: str, table) -> None:
         self.tables[name] = table
 
-    def commit(self) -> List[str]:
-        """Every table written, the database created first if need be; the names written."""
+    def write_file(self, name: str, value) -> None:
+        """A catalog holds tables only: the files (scores.json, report.html) are the folder's."""
+
+    def task_files(self, name: str) -> None:
+        """The tasks never write into the catalog: their tables come as frames."""
+        return None
+
+    def written_by_tasks(self, name: str) -> List[str]:
+        return []
+
+    def commit(self, run: Optional[dict] = None, prepare=None) -> List[str]:
+        """Every table written, the database created first if need be; the names written (also
+        `run["catalog_tables"]`, for the console)."""
         self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {quoted(self.database)} "
                        f"COMMENT 'bleu-spark results'")
-        frames = {name: self._frame(table) for name, table in self.tables.items()}
+        made = ((name, self._frame(table)) for name, table in self.tables.items())
+        frames = {name: frame for name, frame in made if frame is not None}
         for name, frame in frames.items():
             self._write(name, frame)
         self._replace_together(frames)
-        return [f"{self.database}.{name}" for name in frames]
+        written = [f"{self.database}.{name}" for name in frames]
+        if run is not None:
+            run["catalog_tables"] = written
+        return written
 
-    def _frame(self, table) -> DataFrame:
-        return table if isinstance(table, DataFrame) else self.spark.createDataFrame(table)
+    def abort(self) -> None:
+        """Nothing is written before the commit: nothing to undo."""
+        self.tables.clear()
+
+    def _frame(self, table) -> Optional[DataFrame]:
+        """A table as a DataFrame; one given as a function (the segments the tasks wrote, read
+        back) made now, None when it holds no rows."""
+        table = table() if callable(table) else table
+        if table is None or isinstance(table, DataFrame):
+            return table
+        return self.spark.createDataFrame(table)
 
     def _exists(self, name: str) -> bool:
         return self.spark.catalog.tableExists(f"{self.database}.{name}")  # one name: not deprecated
@@ -286,25 +320,3 @@ def _settings(spark: SparkSession, values: Dict[str, str], required: bool = True
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
-
-
-class Sinks:
-    """What `scoring.write_views` writes into: the tables to the folder and the catalog, the
-    files (scores.json, report.html) to the folder only."""
-
-    def __init__(self, folder, catalog: Optional[CatalogSink], partition_by: Sequence[str]):
-        self.folder, self.catalog = folder, catalog
-        self.partition_by = tuple(partition_by)
-
-    def write_table(self, name: str, table: pa.Table) -> None:
-        for sink in (self.folder, self.catalog):
-            if sink is not None:
-                sink.write_table(name, table)
-
-    def write_json(self, name: str, value) -> None:
-        if self.folder is not None:
-            self.folder.write_json(name, value)
-
-    def write_bytes(self, name: str, data: bytes) -> None:
-        if self.folder is not None:
-            self.folder.write_bytes(name, data)
