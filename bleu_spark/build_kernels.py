@@ -36,7 +36,7 @@ def workload() -> None:
     import pyarrow as pa
 
     from .hashes import reference_hashes
-    from .metrics import configured
+    from .metrics import REGISTRY, configured
     from .tokenizers import LineTokenizer
 
     candidates = pa.array(_CANDIDATES, pa.string())
@@ -49,7 +49,7 @@ def workload() -> None:
     ]
     for settings in settings_variants:
         for lowercase in (False, True):
-            for metric in configured(["bleu", "chrf", "chrf++", "ter"],
+            for metric in configured(list(REGISTRY),
                                      {**settings, "lowercase": lowercase}, None):
                 for tokenize in (["13a", "zh", "intl", "char", "none"] if metric.uses_tokenizer
                                  else [None]):

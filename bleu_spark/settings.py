@@ -95,7 +95,7 @@ RUN_OPTIONS = (
     Option("spm_model", STRING, group=BLEU_MEASUREMENT,
            help="local SentencePiece model for flores101, flores200, spBLEU-1K"),
     Option("metrics", COLUMNS, "bleu", group=METRICS, metavar="NAMES",
-           help="comma-separated metrics measured in one pass: bleu, chrf, chrf++, ter "
+           help=f"comma-separated metrics measured in one pass: {', '.join(REGISTRY)} "
                 "(default: bleu)"),
     Option("paired_ar", BOOLEAN, False, group=MORE_RESAMPLING,
            help="paired approximate randomization test against --baseline"),
