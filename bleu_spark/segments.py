@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import metrics, statstable, store
+from .metrics import combine
 from .errors import UsageError
 from .resampling import DEFAULT_BOOTSTRAP_SAMPLES, DEFAULT_SEED, Resampling, poisson_weights, replicate_sums
 
@@ -97,10 +98,11 @@ def draw_of(labels: Sequence[str]) -> Tuple[int, int]:
 
 
 def with_replicate_sums(table: pa.Table, keys: Sequence[str], n_replicates: int,
-                        seed: int) -> pa.Table:
+                        seed: int, declared=None) -> pa.Table:
     """Segment rows added up per `keys` (`statstable.add_up`), each sum with the replicate sums
     the scoring pass would keep for it: every segment weighted by the Poisson(1) weights drawn
-    from its hash. Equal to a run grouped by `keys`, whatever slice the rows are."""
+    from its hash. Equal to a run grouped by `keys`, whatever slice the rows are. `declared`:
+    the statistic columns (`statstable.add_up`)."""
     keys = list(keys)
     groups = (table.select(keys).append_column("_row", pa.array(np.arange(table.num_rows)))
               .group_by(keys, use_threads=False).aggregate([("_row", "list")]))
@@ -108,11 +110,14 @@ def with_replicate_sums(table: pa.Table, keys: Sequence[str], n_replicates: int,
     group_of = np.empty(table.num_rows, np.int64)
     for g, rows in enumerate(members):
         group_of[rows] = g
-    summed = statstable.add_up(table.append_column("_group", pa.array(group_of)), [*keys, "_group"])
+    summed = statstable.add_up(table.append_column("_group", pa.array(group_of)), [*keys, "_group"],
+                               declared)
     hashes = table[SEGMENT_HASH].to_numpy(zero_copy_only=False)
     packed: list = [None] * len(members)
     for row in summed.select(["_group", *statstable.MEASUREMENT]).to_pylist():
-        names = metrics.of_row(row, None).names
+        metric = metrics.of_row(row, None)
+        combine.check_resampled(metric.columns(), metric.name)
+        names = metric.names
         rows = np.asarray(members[row["_group"]])
         sums = np.zeros((n_replicates, len(names)), np.int64)
         for start in range(0, len(rows), CHUNK_ROWS):  # weights: chunk x B at a time

@@ -37,6 +37,7 @@ import pyarrow.fs as pafs
 
 from . import metrics, predicate, store
 from .errors import IncompatibleStatisticsError, InputNotFoundError, UsageError
+from .metrics import combine
 from .metrics.base import SUM, sacrebleu_version
 from .predicate import Predicate
 
@@ -79,10 +80,6 @@ STATISTICS_FOLDERS = ("stats", "segments")
 def stat_columns(table: pa.Table) -> list:
     """The summed statistics columns of a table, in order (the metrics' own columns)."""
     return [c for c in table.column_names if metrics.is_stat_column(c)]
-
-
-def _all_stat_names(table: pa.Table) -> set:
-    return set(stat_columns(table))
 
 
 def value_columns(table: pa.Table) -> list:
@@ -138,17 +135,21 @@ def summed(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     return merged.select([c for c in order if c in merged.column_names])
 
 
-def add_up(table: pa.Table, keys: Sequence[str]) -> pa.Table:
+def add_up(table: pa.Table, keys: Sequence[str],
+           declared: Optional[Sequence[metrics.StatColumn]] = None) -> pa.Table:
     """Rows with equal `keys` as one row, keys first, the other columns in their order: counts
-    and statistics summed (null when every row is null), min_refs a min, max_refs a max, the
-    resampling labels kept when they agree (else MIXED), replicate and trial sums added
-    element-wise; other columns (group columns not in `keys`) left out. Null keys form their own
-    group, as in SQL's GROUP BY."""
+    summed, statistics combined as declared (null when every row is null), min_refs a min,
+    max_refs a max, the resampling labels kept when they agree (else MIXED), replicate and trial
+    sums added element-wise; other columns (group columns not in `keys`) left out. Null keys
+    form their own group, as in SQL's GROUP BY. `declared`: the statistic columns (a task has
+    them from its plan); None: the registry's declarations of the table's."""
     keys = list(keys)
-    known = {*_COMBINE, *COUNTS, *_all_stat_names(table)}
+    if declared is None:
+        declared = [metrics.stat_column(c) for c in stat_columns(table)]
+    statistics = [c for c in declared if c.name in table.column_names and c.name not in keys]
+    known = {*_COMBINE, *COUNTS, *(c.name for c in statistics)}
     values = [c for c in table.column_names if c not in keys and c in known]
-    kind = {c: _COMBINE.get(c) or (metrics.stat_column(c).combine if metrics.is_stat_column(c)
-                                    else SUM) for c in values}
+    kind = {**{c: _COMBINE.get(c, SUM) for c in values}, **dict(combine.arrow_aggregations(statistics))}
     ops = [(c, op) for c in values for op in
            (("min", "max") if kind[c] == "label" else () if kind[c] == "lists" else (kind[c],))]
     rows = table.append_column("_row", pa.array(np.arange(table.num_rows, dtype=np.int64)))

@@ -22,6 +22,7 @@ from conftest import ROOT, SAMPLE
 from connect_server import clean_env, connect_server
 
 SECRET = "s3cr3t-t0ken"
+SERVER_TOKEN = "the-servers-t0ken"
 
 
 @pytest.fixture
@@ -80,8 +81,9 @@ def run_cli(monkeypatch, remote: str, output, capsys, seconds: float = 30):
     ("sc://[::1", "host that is not a name or address"),
     ("sc://u:" + SECRET + "@h:15002", "names a user or password"),
     ("sc://h:15002;token=" + SECRET, "parameters without a slash"),
-    ("sc://h:15002/x", "has a path ('/x')"),
-    ("sc://h:15002/x;token=" + SECRET, "has a path ('/x')"),
+    ("sc://h:15002/x", "has a path after the host"),
+    ("sc://h:15002/x;token=" + SECRET, "has a path after the host"),
+    ("sc://h:15002/token=" + SECRET, "has a path after the host"),
     ("sc://h:15002/?token=" + SECRET, "'?' or '#'"),
     ("sc://h:15002/;token=" + SECRET + "#x", "'?' or '#'"),
     ("sc://h/;token", "(number 1) that is not key=value"),
@@ -91,7 +93,7 @@ def run_cli(monkeypatch, remote: str, output, capsys, seconds: float = 30):
     ("sc://h/;=" + SECRET, "(number 1) that is not key=value"),
     ("sc://h/;token=", "an empty value"),
     ("sc://h/;token=" + SECRET + "%0A", "printable ASCII"),
-    ("sc://h/;token=a;token=" + SECRET, "gives the parameter token twice"),
+    ("sc://h/;token=a;token=" + SECRET, "gives the parameter 'token' twice"),
     ("sc://h/;Token=" + SECRET, "does not know and cannot send as a header ('Token'"),
     ("sc://h/;x-bin=" + SECRET, "does not know and cannot send as a header ('x-bin'"),
     ("sc://h/;grpc-timeout=" + SECRET, "does not know and cannot send as a header"),
@@ -164,6 +166,18 @@ def _http(connection):
     connection.close()
 
 
+def _retry_later(context):
+    """UNAVAILABLE with gRPC's RetryInfo: the server asks its client to call again later."""
+    from google.protobuf import any_pb2, duration_pb2
+    from google.rpc import code_pb2, error_details_pb2, status_pb2
+    from grpc_status import rpc_status
+
+    detail = any_pb2.Any()
+    detail.Pack(error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=5)))
+    context.abort_with_status(rpc_status.to_status(status_pb2.Status(
+        code=code_pb2.UNAVAILABLE, message="cluster starting", details=[detail])))
+
+
 @pytest.fixture(scope="module")
 def fake_servers():
     import grpc
@@ -174,7 +188,10 @@ def fake_servers():
         calls = []
 
         def AnalyzePlan(self, request, context):
-            self.calls.append(("AnalyzePlan", request.session_id, dict(context.invocation_metadata())))
+            headers = dict(context.invocation_metadata())
+            self.calls.append(("AnalyzePlan", request.session_id, headers))
+            if headers.get("x-test") == "retry-later":  # as a platform whose cluster starts
+                _retry_later(context)
             return base_pb2.AnalyzePlanResponse(session_id=request.session_id,
                                                 spark_version=base_pb2.AnalyzePlanResponse.SparkVersion(version="4.3.0"))
 
@@ -203,11 +220,11 @@ def fake_servers():
     ("http", "", "an HTTP server answers there, not a gRPC one"),
     ("http", "/;use_ssl=true", "Tls handshake failed"),
     ("grpc", "", "a gRPC server without Spark Connect's service answers there"),
-    ("grpc", f"/;token={SECRET}", "Tls handshake failed (TSI_PROTOCOL_FAILURE): a token or use_ssl=true"),
+    ("grpc", f"/;token={SECRET}", "Tls handshake failed (TSI_PROTOCOL_FAILURE): a token (in the address"),
 ])
 def test_something_else_than_a_connect_server_is_one_line_exit_17_within_seconds(
         client_env, fake_servers, tmp_path, capsys, server, params, says):
-    client_env.setattr(connect, "SECONDS", 2)
+    client_env.setattr(connect, "ANSWER_SECONDS", 2)
     port = fake_servers[server]
     code, errors, err = run_cli(client_env, f"sc://127.0.0.1:{port}{params}", tmp_path / "out", capsys)
     assert code == SparkUnreachableError.exit_code == 17, err
@@ -217,6 +234,48 @@ def test_something_else_than_a_connect_server_is_one_line_exit_17_within_seconds
     assert errors[0].endswith("): check SPARK_REMOTE, spark.remote or --remote")
     assert SECRET not in err and not (tmp_path / "out").exists()
     assert "Handshake failed" not in err  # gRPC's own log lines kept off the console
+
+
+def test_a_token_from_the_environment_against_a_plaintext_server_is_exit_17(
+        client_env, fake_servers, tmp_path, capsys):
+    """pyspark takes a token from SPARK_CONNECT_AUTHENTICATE_TOKEN too, and with it TLS."""
+    client_env.setattr(connect, "ANSWER_SECONDS", 2)
+    client_env.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", SECRET)
+    code, errors, err = run_cli(client_env, f"sc://127.0.0.1:{fake_servers['grpc']}", tmp_path / "out", capsys)
+    assert code == 17 and len(errors) == 1 and "Tls handshake failed" in errors[0], err
+    assert SECRET not in err
+
+
+def test_a_malformed_spark_remote_of_spark_defaults_is_named_as_such(client_env, tmp_path, capsys):
+    (tmp_path / "spark-defaults.conf").write_text(f"spark.remote sc://h:15002;token={SECRET}\n")
+    client_env.setenv("SPARK_CONF_DIR", str(tmp_path))
+    client_env.delenv("SPARK_REMOTE", raising=False)
+    code = cli.main(["score", "--input", SAMPLE, "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.splitlines()[-1] == (
+        "bleu-spark: error: spark.remote is not a Spark Connect address: it has parameters without "
+        "a slash before them; give sc://HOST:PORT, parameters after a slash: sc://HOST:PORT/;token=...")
+    assert SECRET not in err
+
+
+@pytest.mark.parametrize("remote,says", [
+    ("http://h:15002", "spark.remote is not a Spark Connect address: it does not start with sc:// ('http://')"),
+    ("localhost:15002", "spark.remote is not a Spark Connect address: it does not start with sc:// ('localhost:')"),
+    ("", "spark-submit started for Spark Connect without a server to connect to"),
+])
+def test_spark_submits_remote_that_is_no_address_is_said_so(client_env, remote, says):
+    """spark-submit's settings for a Connect run (PYSPARK_REMOTE_INIT_CONF_*) with an address
+    pyspark cannot read: that address's fault, not a missing server's."""
+    import json
+
+    from bleu_spark.spark import runtime
+
+    client_env.setenv("PYSPARK_REMOTE_INIT_CONF_LEN", "1")
+    client_env.setenv("PYSPARK_REMOTE_INIT_CONF_0", json.dumps({"spark.remote": remote,
+                                                                "spark.api.mode": "connect"}))
+    with pytest.raises(UsageError) as raised:
+        runtime.connect_settings()
+    assert str(raised.value).startswith(says)
 
 
 def test_a_server_that_answers_passes_and_its_check_leaves_no_session(client_env, fake_servers):
@@ -234,6 +293,14 @@ def test_a_server_that_answers_passes_and_its_check_leaves_no_session(client_env
     assert [(name, session) for name, session, _ in calls] == [("AnalyzePlan", named)]
 
 
+def test_a_server_that_asks_to_call_later_is_left_to_pysparks_retries(client_env, fake_servers):
+    """UNAVAILABLE with RetryInfo comes from a server that is there (a cluster starting): not
+    refused, while UNAVAILABLE from a port that closes at once is."""
+    connect.check_server(f"sc://127.0.0.1:{fake_servers['connect']}/;x-test=retry-later")
+    with pytest.raises(SparkUnreachableError, match="the connection failed"):
+        connect.check_server(f"sc://127.0.0.1:{fake_servers['closing']}")
+
+
 def test_the_worker_check_ships_its_function_by_value():
     """The function runs where bleu_spark cannot be imported: its pickle names no module of it."""
     from pyspark import cloudpickle
@@ -246,7 +313,8 @@ def test_the_worker_check_ships_its_function_by_value():
 # A real Connect server whose Python workers start each task afresh (no daemon, no reuse), so
 # that what they can import is switched between runs by the file `mode` that a sitecustomize
 # on their path reads as each starts: `missing` takes this checkout and its editable install
-# off their path, `old` puts an older bleu_spark first on it, `same` leaves them as they are.
+# off their path, `old` puts an older bleu_spark first on it, `broken` ends the worker as it
+# starts, `same` leaves them as they are.
 
 SITECUSTOMIZE = '''import os, sys
 here = os.path.dirname(os.path.abspath(__file__))
@@ -257,6 +325,8 @@ if mode == "missing":
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != {root!r}]
 elif mode == "old":
     sys.path.insert(0, os.path.join(here, "old"))
+elif mode == "broken":  # a worker that cannot start at all
+    os._exit(3)
 '''
 
 
@@ -267,10 +337,13 @@ def switchable_server(tmp_path_factory):
     (folder / "old" / "bleu_spark").mkdir(parents=True)
     (folder / "old" / "bleu_spark" / "__init__.py").write_text('__version__ = "0.0.9"\n')
     (folder / "mode").write_text("same")
-    conf = {"spark.python.use.daemon": "false", "spark.python.worker.reuse": "false"}
+    conf = {"spark.python.use.daemon": "false", "spark.python.worker.reuse": "false",
+            "spark.connect.authenticate.token": SERVER_TOKEN}
     with connect_server(tmp_path_factory.mktemp("switchable"),
                         extra_env={"PYTHONPATH": f"{folder}:{ROOT}"}, conf=conf) as url:
-        yield url, folder / "mode"
+        port = url.rsplit(":", 1)[1]
+        # pyspark sends a token to `localhost` without TLS (gRPC's local credentials)
+        yield f"sc://localhost:{port}/;token={SERVER_TOKEN}", port, folder / "mode"
 
 
 def _client(url: str, output):
@@ -285,31 +358,40 @@ def _client(url: str, output):
     ("missing", "cannot import bleu_spark (ModuleNotFoundError: No module named 'bleu_spark'): "
                 f"install bleu-spark {__version__} where they run, as the client's"),
     ("old", f"have bleu-spark 0.0.9, this client {__version__}: install the same version on both sides"),
+    ("broken", "could not run a task ("),
 ])
 def test_server_workers_without_this_bleu_spark_are_one_line_exit_19(
         switchable_server, tmp_path, mode, says):
-    url, switch = switchable_server
+    url, _, switch = switchable_server
     switch.write_text(mode)
     result = _client(url, tmp_path / "out")
     errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
     assert result.returncode == WorkerPackageError.exit_code == 19, result.stderr[-3000:]
     assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert errors[0].startswith(f"bleu-spark: error: the Spark Connect server's Python workers ({sys.executable}) ")
-    assert errors[0].endswith(says)
+    assert errors[0].startswith("bleu-spark: error: the Spark Connect server's Python workers ")
+    assert says in errors[0] and (mode == "broken" or f"workers ({sys.executable}) " in errors[0])
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.connect
-def test_server_workers_with_this_bleu_spark_score_and_a_token_against_it_is_exit_17(
+def test_server_workers_with_this_bleu_spark_score_and_a_token_it_refuses_is_exit_17(
         switchable_server, tmp_path):
-    """The same server with the workers' own package runs the job; an address with a token
-    makes the client use TLS, which this plaintext server does not speak: one line, at once."""
-    url, switch = switchable_server
+    """The same server with the workers' own package runs the job. Without its token, or with
+    another, it refuses the client: one line, at once, the token not shown. A token to
+    127.0.0.1 (not `localhost`) makes the client use TLS, which this server does not speak."""
+    url, port, switch = switchable_server
     switch.write_text("same")
     result = _client(url, tmp_path / "out")
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "out" / "scores.json").is_file()
-    result = _client(f"{url}/;token={SECRET}", tmp_path / "token")
-    errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
-    assert result.returncode == SparkUnreachableError.exit_code, result.stderr[-3000:]
-    assert len(errors) == 1 and "Tls handshake failed" in errors[0] and SECRET not in result.stderr
+    for address, says in [
+            (f"sc://localhost:{port}", f"the Spark Connect server at localhost:{port} refuses this "
+                                       f"client (UNAUTHENTICATED: No authentication token provided)"),
+            (f"sc://localhost:{port}/;token={SECRET}", "refuses this client (UNAUTHENTICATED: Invalid"),
+            (f"sc://127.0.0.1:{port}/;token={SERVER_TOKEN}", "(Tls handshake failed")]:
+        result = _client(address, tmp_path / "refused")
+        errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
+        assert result.returncode == SparkUnreachableError.exit_code, result.stderr[-3000:]
+        assert len(errors) == 1 and says in errors[0], result.stderr[-3000:]
+        assert SECRET not in result.stderr and SERVER_TOKEN not in result.stderr
+        assert not (tmp_path / "refused").exists()

@@ -57,6 +57,14 @@ def test_every_metric_declares_what_the_outputs_need(name):
 
 
 @pytest.mark.parametrize("name", ALL)
+def test_every_signature_is_one_type_with_the_shared_fields_around_its_own(name):
+    metric = metrics.of_row(statistics_row(default_metric(name), sacrebleu_version="2.5.1"), BleuConfig())
+    fields = metric.signature("var").split("|")
+    assert fields[0] == "nrefs:var" and fields[-1] == "version:2.5.1"
+    assert fields[1:-1] == [f"{k}:{v}" for k, v in metric.signature_fields()]
+
+
+@pytest.mark.parametrize("name", ALL)
 def test_one_formula_scalar_and_vectorized(name):
     """The vectorized score of many rows of sums is the scalar score of each, within 1e-12."""
     metric = default_metric(name)

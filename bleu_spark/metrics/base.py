@@ -11,9 +11,12 @@ console table work from these declarations alone:
 - `measurement()`: the settings its statistics depend on, as the table's measurement columns,
   and `from_measurement(row, choices)`: the metric of one statistics row, with the scoring
   choices of the run (settings that do not change the statistics);
-- `segment_statistics(...)`: every segment of an Arrow batch at once, int64 (n, width);
+- `segment_statistics(...)`: every segment of an Arrow batch at once, (n, width) of
+  `combine.matrix_type` (int64 unless a column is a float);
 - `score(sums)` and `scores(matrix)`: ONE formula from summed statistics, scalar and
   vectorized over many rows of sums (bootstrap replicates, randomization trials);
+- `signature_fields()`: its fields of the `Signature` (the shared `nrefs` and `version` around
+  them), sacrebleu's order;
 - `result(...)`: its result fields, signature and text line, and `sacrebleu_json(...)` the
   fields sacrebleu's JSON adds (`name`, `verbose_score`);
 - `sentence_scores(stats)`: each segment's sentence-level score, from its own statistics;
@@ -31,8 +34,9 @@ import pyarrow as pa
 
 from ..errors import IncompatibleStatisticsError
 from ..declaration import Option
+from . import combine
+from .combine import MAX, MIN, SUM, StatColumn  # noqa: F401  (declared there, used by every metric)
 
-SUM, MIN, MAX = "sum", "min", "max"
 
 # The run's scoring choices, as each metric reads them in `from_measurement` (the run's option
 # values; BLEU also takes its own options object).
@@ -50,14 +54,6 @@ def sacrebleu_version() -> str:
     import sacrebleu
 
     return sacrebleu.__version__
-
-
-@dataclass(frozen=True)
-class StatColumn:
-    """A statistic column: its name in the statistics table, Arrow type and how rows combine it."""
-    name: str
-    type: pa.DataType = pa.int64()
-    combine: str = SUM
 
 
 @dataclass(frozen=True)
@@ -86,6 +82,23 @@ class OptionsText:
 def nrefs_label(min_refs: int, max_refs: int) -> Union[int, str]:
     """sacrebleu prints the number of references when every segment has the same, else `var`."""
     return min_refs if min_refs == max_refs else VARIABLE_REFS
+
+
+def yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A metric's signature as sacrebleu writes it (`nrefs:1|case:mixed|...|version:2.6.0`): the
+    shared fields `nrefs` first and `version` last, the metric's own in its order between."""
+    nrefs: Union[int, str]
+    fields: Tuple[Tuple[str, Any], ...]
+    version: Optional[str] = None  # of the sacrebleu that measured the statistics; None: installed
+
+    def __str__(self) -> str:
+        every = [("nrefs", self.nrefs), *self.fields, ("version", self.version or sacrebleu_version())]
+        return "|".join(f"{name}:{value}" for name, value in every)
 
 
 class Metric(ABC):
@@ -162,11 +175,9 @@ class Metric(ABC):
     def result_fields(cls) -> Tuple[str, ...]:
         return tuple(cls.result_types)
 
-    def combined(self, stats: np.ndarray) -> List[int]:
+    def combined(self, stats: np.ndarray) -> list:
         """One group's statistics from its segments' (n, width): each column as it declares."""
-        reduce = {SUM: np.sum, MIN: np.min, MAX: np.max}
-        return [int(reduce[column.combine](stats[:, i])) if len(stats) else 0
-                for i, column in enumerate(self.columns())]
+        return combine.combined(self.columns(), stats)
 
     @property
     def names(self) -> List[str]:
@@ -184,9 +195,9 @@ class Metric(ABC):
     @abstractmethod
     def segment_statistics(self, candidates: pa.Array, references: pa.Array,
                            tokenizer=None) -> np.ndarray:
-        """int64 (n, width): each segment's statistics. `candidates`: strings without nulls;
-        `references`: lists of strings, each with a non-null one at least; `tokenizer`: the
-        rows' tokenizer when `uses_tokenizer`."""
+        """(n, width) of `combine.matrix_type(columns())`: each segment's statistics.
+        `candidates`: strings without nulls; `references`: lists of strings, each with a
+        non-null one at least; `tokenizer`: the rows' tokenizer when `uses_tokenizer`."""
 
     def measure(self, candidates: pa.Array, references: pa.Array,
                 tokenizer=None) -> Tuple[np.ndarray, int]:
@@ -209,6 +220,17 @@ class Metric(ABC):
     @abstractmethod
     def scores(self, sums: np.ndarray) -> np.ndarray:
         """`score` of every row of a (rows, width) matrix of sums, float64."""
+
+    # The sacrebleu that measured saved statistics (their row's `sacrebleu_version`); None:
+    # the installed one.
+    version: Optional[str] = None
+
+    @abstractmethod
+    def signature_fields(self) -> Tuple[Tuple[str, Any], ...]:
+        """Its own fields of the signature, in sacrebleu's order (`Signature`)."""
+
+    def signature(self, nrefs: Union[int, str]) -> str:
+        return str(Signature(nrefs, self.signature_fields(), self.version))
 
     @abstractmethod
     def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..errors import UsageError
 from ..declaration import BOOLEAN, INTEGER, METRICS, Option
-from .base import Metric, StatColumn, nrefs_label, OptionsText, sacrebleu_version
+from .base import Metric, StatColumn, nrefs_label, OptionsText, yes_no
 from .chrf_kernel import ChrfOptions, chrf_score, chrf_scores, chrf_statistics
 
 PREFIX = "chrf_"
@@ -128,13 +128,10 @@ class Chrf(Metric):
     def sacrebleu_name(self) -> str:
         return self.score_name
 
-    def signature(self, nrefs) -> str:
+    def signature_fields(self) -> tuple:
         o = self.options
-        fields = [("nrefs", nrefs), ("case", "lc" if o.lowercase else "mixed"),
-                  ("eff", "no" if o.eps_smoothing else "yes"), ("nc", o.char_order),
-                  ("nw", o.word_order), ("space", "yes" if o.whitespace else "no"),
-                  ("version", self.version or sacrebleu_version())]
-        return "|".join(f"{k}:{v}" for k, v in fields)
+        return (("case", "lc" if o.lowercase else "mixed"), ("eff", yes_no(not o.eps_smoothing)),
+                ("nc", o.char_order), ("nw", o.word_order), ("space", yes_no(o.whitespace)))
 
     def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:
         score = self.score(sums)

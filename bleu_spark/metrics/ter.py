@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ..errors import UsageError
 from ..declaration import BOOLEAN, METRICS, Option
-from .base import Metric, StatColumn, nrefs_label, OptionsText, sacrebleu_version
+from .base import Metric, StatColumn, nrefs_label, OptionsText, yes_no
 from .ter_kernel import TerOptions, ter_score, ter_statistics
 
 PREFIX = "ter_"
@@ -102,14 +102,11 @@ class Ter(Metric):
         sums = np.asarray(sums, np.int64).reshape(-1, 2)
         return np.asarray(ter_score(sums[:, 0], sums[:, 1] / SCALE), np.float64)
 
-    def signature(self, nrefs) -> str:
+    def signature_fields(self) -> tuple:
         o = self.options
-        fields = [("nrefs", nrefs), ("case", "mixed" if o.case_sensitive else "lc"),
-                  ("tok", "tercom"), ("norm", "yes" if o.normalized else "no"),
-                  ("punct", "no" if o.no_punct else "yes"),
-                  ("asian", "yes" if o.asian_support else "no"),
-                  ("version", self.version or sacrebleu_version())]
-        return "|".join(f"{k}:{v}" for k, v in fields)
+        return (("case", "mixed" if o.case_sensitive else "lc"), ("tok", "tercom"),
+                ("norm", yes_no(o.normalized)), ("punct", yes_no(not o.no_punct)),
+                ("asian", yes_no(o.asian_support)))
 
     def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:
         score = self.score(sums)

@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import metrics, statstable
+from ..metrics import combine
 from ..resampling import PAIRED_AR, PAIRED_BS, POISSON, Paired, Resampling, poisson_paired_ar, poisson_paired_bs, sacrebleu_paired_ar, sacrebleu_paired_bs
 from ..errors import UsageError
 from ..shown import shown
@@ -83,7 +84,7 @@ def _poisson_paired(test: str, base: dict, row: dict, sums: pa.Table, measured: 
                     grouping_set) -> Paired:
     """A paired test from both systems' sums and their replicate (bootstrap) or trial
     (approximate randomization) sums."""
-    vector = lambda r: np.array([r[n] for n in measured.names], np.int64)
+    vector = lambda r: np.array([r[n] for n in measured.names], combine.matrix_type(measured.columns()))
     samples = lambda r, column: _sample_matrix(sums, column, r["_index"], r, grouping_set,
                                                measured.width)
     if test == PAIRED_BS:

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import metrics, statstable
+from ..metrics import combine
 from ..resampling import clusters
 from ..resampling import POISSON, Resampling, bootstrap_signature, poisson_interval, sacrebleu_interval_of, sacrebleu_resample_scores, scores_of_sums, with_bootstrap_fields
 from ..errors import UsageError
@@ -108,4 +109,4 @@ def segment_matrix(segments: pa.Table, grouping_set: GroupingSet, group: dict,
                        else pc.fill_null(pc.equal(segments[column], value), False))
     rows = segments.filter(mask).sort_by([(SEGMENT_ORDER, "ascending")])
     names = metric.names
-    return np.column_stack([rows[n].to_numpy() for n in names]).astype(np.int64)
+    return np.column_stack([rows[n].to_numpy() for n in names]).astype(combine.matrix_type(metric.columns()))

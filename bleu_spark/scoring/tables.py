@@ -101,7 +101,7 @@ def dashboard_table(rows: List[dict], fields: Sequence[pa.Field], run_id: str,
     columns["metric"] = pa.array([r["metric"] for r in rows], pa.string())
     columns["score"] = pa.array([r["score"] for r in rows], pa.float64())
     for name in names:
-        columns[name] = pa.array([stats_of(r).get(name) for r in rows], pa.int64())
+        columns[name] = pa.array([stats_of(r).get(name) for r in rows], metrics.stat_column(name).type)
     for name in ("n_segments", "n_rejected", "n_reference_segments", "coverage", "signature",
                  "tokenize", "ci_low", "ci_high", *clusters.FIELDS):
         columns[name] = pa.array([r.get(name) for r in rows], SCORE_TYPES[name])

@@ -60,7 +60,9 @@ def summed_stats(frame: DataFrame, path: str, where: Optional[Predicate] = None,
     schema = _summed_schema(frame.schema)
     # Rows of a key meet in one task and are added up there as `score` adds them (replicate sums
     # are lists Spark SQL cannot add element-wise): what reaches the driver is a row per group.
-    summed = map_in_arrow(frame.repartition(*columns(keys)), _adding_up(keys, schema, draw), schema)
+    declared = [metrics.stat_column(c) for c in stats]  # the tasks have no registry to ask
+    summed = map_in_arrow(frame.repartition(*columns(keys)), _adding_up(keys, schema, declared, draw),
+                          schema)
     return summed.toArrow()
 
 
@@ -72,7 +74,7 @@ def _summed_schema(schema: T.StructType) -> T.StructType:
                                   for c in statstable.SAMPLES if c not in names])
 
 
-def _adding_up(keys, schema: T.StructType, draw=None):
+def _adding_up(keys, schema: T.StructType, declared, draw=None):
     names = schema.fieldNames()
 
     def run(batches):
@@ -81,9 +83,9 @@ def _adding_up(keys, schema: T.StructType, draw=None):
             return
         table = pa.concat_tables(tables)
         if draw is not None:
-            added = segments.with_replicate_sums(table, keys, *draw)
+            added = segments.with_replicate_sums(table, keys, *draw, declared=declared)
         else:
-            added = statstable.add_up(table, keys)
+            added = statstable.add_up(table, keys, declared)
         for name in names:
             if name not in added.column_names:
                 added = added.append_column(name, pa.nulls(added.num_rows, pa.list_(pa.int64())))

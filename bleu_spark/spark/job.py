@@ -24,7 +24,7 @@ from ..resampling import POISSON, SACREBLEU, Resampling
 from ..rows import HINTS
 from ..shown import shown
 from ..tablenames import check_database_name
-from . import drilldown, inputs, io, runtime
+from . import drilldown, inputs, io, reduce, runtime
 from .names import column, columns, map_in_arrow
 from .failures import lost_worker_failure, memory_failure
 from .files import write_frame
@@ -130,12 +130,11 @@ def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> Dat
         # Replicate sums are lists Spark SQL cannot add element-wise: rows of a key meet in one
         # task, where the partition function's own merge adds them up.
         return map_in_arrow(partials.repartition(*columns(plan.keys)), merging(plan), schema)
-    stats = plan.stat_columns
     no_samples = [F.lit(None).cast("array<bigint>").alias(c) for c in statstable.SAMPLES]
     return partials.groupBy(*columns(plan.keys)).agg(
         F.sum(N_SEGMENTS).alias(N_SEGMENTS), F.min(MIN_REFS).alias(MIN_REFS),
         F.max(MAX_REFS).alias(MAX_REFS), F.sum(FINGERPRINT).alias(FINGERPRINT),
-        *[F.sum(s).alias(s) for s in stats], *no_samples)
+        *reduce.aggregations(plan.declared), *no_samples)
 
 
 def score_dataframe(df: DataFrame, group_by: Optional[Sequence[str]] = None,

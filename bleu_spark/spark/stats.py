@@ -9,7 +9,7 @@ counted here too (in each metric's rows), so one pass over the input does all ac
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
@@ -19,11 +19,13 @@ from pyspark import TaskContext
 from pyspark.sql import types as T
 
 from .. import metrics, statstable
+from ..metrics import combine
 from ..languages import TextSettings
 from ..resampling import ar_swaps, poisson_weights, replicate_sums
 from ..segments import SegmentsPlan, SegmentsWriter, rows_table
 from ..rows import present_references, rejection_reasons
 from ..tokenizers import LineTokenizer, build_tokenizer
+from .reduce import spark_fields
 
 TOKENIZE = "tokenize"
 METRIC = "metric"
@@ -56,6 +58,16 @@ class PartitionPlan:
     metrics: Tuple[metrics.Metric, ...] = ()
     # Every scored segment written by its task (`--segments`), or None.
     segments: Optional[SegmentsPlan] = None
+    # Every measured metric's statistic columns, each once, in registry order: set when the plan
+    # is made (on the driver), so the tasks reduce them as declared without the registry.
+    declared: Tuple[metrics.StatColumn, ...] = field(init=False, default=())
+
+    def __post_init__(self):
+        own = {c.name: c for m in self.measured for c in m.columns()}
+        object.__setattr__(self, "declared", tuple(own[n] for n in metrics.stat_order(list(own))))
+        if self.replicates or self.trials:
+            for metric in self.measured:
+                combine.check_resampled(metric.columns(), metric.name)
 
     @property
     def measured(self) -> Tuple[metrics.Metric, ...]:
@@ -63,8 +75,7 @@ class PartitionPlan:
 
     @property
     def stat_columns(self) -> list:
-        """Every measured metric's statistic columns, each once, in registry order."""
-        return metrics.stat_order(list(dict.fromkeys(n for m in self.measured for n in m.names)))
+        return [c.name for c in self.declared]
 
     @property
     def read_columns(self) -> Tuple[str, ...]:
@@ -90,7 +101,7 @@ def output_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.StructTy
                T.StructField(REASON, T.StringType()),
                T.StructField(N_SEGMENTS, T.LongType()), T.StructField(MIN_REFS, T.IntegerType()),
                T.StructField(MAX_REFS, T.IntegerType()), T.StructField(FINGERPRINT, T.LongType())]
-    fields += [T.StructField(name, T.LongType()) for name in plan.stat_columns]
+    fields += spark_fields(plan.declared)
     fields += [T.StructField(name, T.ArrayType(T.LongType())) for name in statstable.SAMPLES]
     return T.StructType(fields)
 
@@ -129,7 +140,7 @@ def merged_sums(tables, plan: PartitionPlan) -> pa.Table:
     added up (`statstable.add_up`: counts, statistics and replicate sums summed, the least and
     most references kept)."""
     table = pa.concat_tables(tables)
-    return statstable.add_up(table, plan.keys).select(table.column_names)
+    return statstable.add_up(table, plan.keys, plan.declared).select(table.column_names)
 
 
 class _PartitionSums:
@@ -171,12 +182,11 @@ class _PartitionSums:
                 self.segments.add(batch, scored_rows, metric, stats, tokenize, n_refs)
             label = pa.repeat(pa.scalar(metric.name, pa.string()), batch.num_rows)
             columns = [*groups, tokenize, label, reasons, *counts]
-            own = dict(zip(metric.names, stats.T))
-            columns += [pa.array(own[n]) if n in own else pa.nulls(batch.num_rows, pa.int64())
-                        for n in plan.stat_columns]
+            columns += combine.arrow_columns(plan.declared, dict(zip(metric.names, stats.T)),
+                                             batch.num_rows)
             tables.append(pa.table(columns, names=[*self.keys, N_SEGMENTS, MIN_REFS, MAX_REFS,
                                                    FINGERPRINT, *plan.stat_columns]))
-        self.pending.append(statstable.add_up(pa.concat_tables(tables), self.keys))
+        self.pending.append(statstable.add_up(pa.concat_tables(tables), self.keys, plan.declared))
         if self.segments:
             self.segments.flush()
         if len(self.pending) >= self.MERGE_EVERY:
@@ -186,7 +196,7 @@ class _PartitionSums:
         """One metric's statistics of the batch's scored rows (zeros in the others): by
         tokenizer for a metric that follows it, else all at once."""
         plan = self.plan
-        stats = np.zeros((batch.num_rows, metric.width), np.int64)
+        stats = np.zeros((batch.num_rows, metric.width), combine.matrix_type(metric.columns()))
         candidates, references = batch.column(plan.candidate_col), batch.column(plan.references_col)
         if not metric.uses_tokenizer:
             if len(scored_rows):
@@ -247,9 +257,8 @@ class _Segments:
             settings["lowercase"], settings["max_ngram_order"], segments.resampling, metric.name,
             settings["metric_options"])
         own = stats[rows]
-        values = dict(zip(metric.names, own.T))
-        statistics = {n: pa.array(values[n]) if n in values else pa.nulls(len(rows), pa.int64())
-                      for n in plan.stat_columns}
+        arrays = combine.arrow_columns(plan.declared, dict(zip(metric.names, own.T)), len(rows))
+        statistics = dict(zip(plan.stat_columns, arrays))
         hashes = batch.column(plan.segment_hash_col).to_numpy(zero_copy_only=False)[rows]
         self.pending.append(rows_table(columns, measurement, n_refs[rows], hashes, statistics,
                                        metric.sentence_scores(own)))

@@ -22,7 +22,7 @@ from ...declaration import check_weights
 from ...errors import UsageError
 from ..base import Metric, StatColumn, nrefs_label
 from .options import AUTO, OPTIONS, BleuConfig
-from .signature import bleu_signature
+from .signature import bleu_fields
 from .stats import segment_statistics, stats_names
 
 # sacrebleu's floor for log(0), so a zero precision gives a score of (almost exactly) 0.
@@ -316,9 +316,8 @@ class Bleu(Metric):
     def scores(self, sums: np.ndarray) -> np.ndarray:
         return scores_of_sums(sums, self.config)
 
-    def signature(self, nrefs) -> str:
-        kwargs = {"version": self.version} if self.version else {}
-        return bleu_signature(self.config, nrefs, self.tokenizer_signature, **kwargs)
+    def signature_fields(self) -> tuple:
+        return bleu_fields(self.config, self.tokenizer_signature)
 
     def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:
         signature = self.signature(nrefs_label(row["min_refs"], row["max_refs"]))

@@ -70,6 +70,8 @@ def _submitted_for_connect() -> Optional[dict]:
     remote = os.environ.get("SPARK_REMOTE", given.get("spark.remote", ""))
     if remote.startswith("sc://"):
         return {"spark.remote": remote}
+    if remote:  # an address pyspark cannot read, said in the address check's words
+        connect.address(remote)
     from ...errors import UsageError
 
     # Tried with pyspark 4.3's wheel: the driver JVM spark-submit starts for connect mode holds

@@ -17,7 +17,10 @@ from ...errors import SparkUnreachableError, UsageError, WorkerPackageError
 
 FORM = "sc://HOST:PORT, parameters after a slash: sc://HOST:PORT/;token=..."
 DEFAULT_PORT = 15002
-SECONDS = 10  # to connect, and then for the server's first answer
+CONNECT_SECONDS = 10
+# A server's first answer makes its session: a busy server's may take a while, a port where no
+# Connect server listens never gives one.
+ANSWER_SECONDS = 30
 # What pyspark starts a Connect server of its own for, on that master (`SPARK_REMOTE=local[2]`).
 LOCAL_MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]")
 HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})")
@@ -62,7 +65,8 @@ def address(url: str) -> Address:
         _malformed("names a user or password before the host (give ;user_id=... or ;token=...)")
     host, port = _host_and_port(netloc)
     if rest and not rest.startswith(";"):
-        _malformed(f"has a path ('/{rest.split(';')[0]}'), which a Connect address has none of")
+        _malformed("has a path after the host, which a Connect address has none of "
+                   "(its parameters begin with ';')")
     return Address(host, port, _params(rest[1:]) if rest else {})
 
 
@@ -97,7 +101,7 @@ def _params(text: str) -> Dict[str, str]:
             _malformed(f"has a parameter (number {number}) that is not key=value "
                        f"(an '=' in a value is written %3D)")
         if key in params:
-            _malformed(f"gives the parameter {key} twice")
+            _malformed(f"gives the parameter {_shown(key)} twice")
         params[key] = _value(key, urllib.parse.unquote(value))
     return params
 
@@ -132,15 +136,14 @@ def _shown(key: str) -> str:
     return repr(key[:40]) if _printable(key) else "a name with other characters"
 
 
-def check_server(url: str, seconds: Optional[float] = None) -> None:
-    """The server of an `sc://` address answers a Spark Connect call within `seconds` of
+def check_server(url: str) -> None:
+    """The server of an `sc://` address answers a Spark Connect call within ANSWER_SECONDS of
     connecting, or the run stops with one line: nothing listens, something else listens (an
     HTTP server, a port that accepts and says nothing or closes at once), or the address asks
     for TLS (a token or use_ssl=true) from a server without it."""
-    seconds = SECONDS if seconds is None else seconds
     where = address(url)
-    _connects(where, seconds)
-    _answers(url, where, seconds)
+    _connects(where, CONNECT_SECONDS)
+    _answers(url, where, ANSWER_SECONDS)
 
 
 def _unreachable(where: Address, reason: str):
@@ -176,6 +179,7 @@ def _answers(url: str, where: Address, seconds: float) -> None:
         try:
             stub.AnalyzePlan(request, metadata=builder.metadata(), timeout=seconds)
         except grpc.RpcError as exc:
+            _refused_credentials(where, exc, builder.token)
             reason = _refusal(exc, seconds)
             if reason:
                 _unreachable(where, reason)
@@ -199,6 +203,20 @@ def _release(stub, request, metadata, seconds: float) -> None:
         pass
 
 
+def _refused_credentials(where: Address, exc, token: Optional[str]) -> None:
+    """A Connect server that answers, and refuses the token (none, or another than its own);
+    its words without the token, should it repeat it."""
+    import grpc
+
+    if exc.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+        said = " ".join((exc.details() or "").split())
+        said = said.replace(token, "...") if token else said
+        raise SparkUnreachableError(
+            f"the Spark Connect server at {where.host}:{where.port} refuses this client "
+            f"({exc.code().name}: {said[:200]}): check the token of SPARK_REMOTE, spark.remote "
+            f"or --remote, or SPARK_CONNECT_AUTHENTICATE_TOKEN")
+
+
 def _refusal(exc, seconds: float) -> Optional[str]:
     """Why a failed call means no Spark Connect server; None where a server asks the client to
     wait (a cluster starting), which pyspark's retries are for."""
@@ -212,14 +230,13 @@ def _refusal(exc, seconds: float) -> Optional[str]:
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return f"nothing answered within {seconds:g} s"
     if "handshake" in details.lower():
-        return (f"{last.split(':')[0]}: a token or use_ssl=true in the address makes the client "
-                f"use TLS, which the server there does not speak or with a certificate not trusted")
+        return (f"{last.split(':')[0]}: a token (in the address or SPARK_CONNECT_AUTHENTICATE_TOKEN) "
+                f"or use_ssl=true makes the client use TLS, which the server there does not speak "
+                f"or with a certificate not trusted")
     if "http1" in details or "HTTP/2" in details:
         return "an HTTP server answers there, not a gRPC one"
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return "a gRPC server without Spark Connect's service answers there"
-    if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-        return f"the server there refuses this client's credentials, {code.name}: {last}"
     if code == grpc.StatusCode.UNAVAILABLE:
         return f"the connection failed: {last}"
     return f"{code.name}: {last}"
@@ -237,7 +254,7 @@ def check_workers(spark) -> None:
 
     probe = F.udf(_by_value(_report_from_worker), "string")
     try:
-        found = json.loads(spark.range(1).select(probe()).first()[0])
+        found = json.loads(spark.range(0, 1, 1, 1).select(probe()).first()[0])
     except Exception as exc:  # the worker itself failed: its Python, its pyspark
         raise WorkerPackageError(f"the Spark Connect server's Python workers could not run a "
                                  f"task ({_worker_failure(exc)})") from None
