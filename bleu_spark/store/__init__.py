@@ -17,15 +17,16 @@ without renaming folders.
   entry naming the partitions it replaces and, per table, the files that hold them now, and its
   top-level files (`manifest.py` says how entries are ordered when two runs race). A whole
   output's entry replaces everything; a partitioned one, exactly the partitions it wrote.
-- Readers (`statstable.read`, `spark.aggregate.read_stats`, the report, the next run) read the
-  files the entries name (`live_files`), never a folder listing, and change nothing: a
-  read-only folder or prefix is read as well as any.
+- Readers (`statstable.read`, `spark.aggregate.read_stats`, the partitioned report) find
+  through `locate` the files the entries name (`live_files`), never a folder listing, and
+  change nothing: a read-only folder or prefix is read as well as any.
 - Then the folder is cleaned up to the log (`recovery.finish`): the top-level files copied in,
   files no entry names any more (superseded, or of runs that died uncommitted) removed, never
   files of a run still live. Every run writing DIR does it first (`recover`), so a commit
   killed at any step is finished (entry written) or undone (not written): each partition of
-  every table whole, old or new; a reader before then reads the same files through the log. Once a run has ended, the folder's Parquet files are exactly the committed
-  ones: a plain reader (`read_parquet('DIR/dashboard/**/*.parquet')`) sees each row once.
+  every table whole, old or new; a reader before then reads the same files through the log.
+  Once a run has ended, the folder's Parquet files are exactly the committed ones: a plain
+  reader (`read_parquet('DIR/dashboard/**/*.parquet')`) sees each row once.
 
 On a local disk the commit and the cleanup hold a lock (`DIR/.lock`); on object stores there is
 none and the protocol does not need one. A folder of another format (a marker of another
