@@ -8,7 +8,8 @@ Made once per Java, Spark install and JVM options, in the user's cache folder
 (`BLEU_SPARK_CACHE_DIR`, else `$XDG_CACHE_HOME/bleu-spark`, else `~/.cache/bleu-spark`; the
 `KEEP` used last are kept, older ones removed as a new one is made), by a
 process of its own that a run which found none starts as it stops (`make_later`), so no run
-waits for it: it runs a small job of its own in a JVM told to write the archive at exit
+waits for it: it runs a small job of its own (`bleu_spark/archive_run.py`, in a process of its
+own again) in a JVM told to write the archive at exit
 (`-XX:ArchiveClassesAtExit`, Java 13 and later), waits for that JVM to exit, checks a JVM starts
 with the archive, and only then gives it its name. A JVM given a cut-short archive crashes as
 it starts, so a run uses an archive only under its final name, which only a whole one gets.
@@ -43,6 +44,8 @@ RETRY_FAILED_SECONDS = 86_400  # tried again a day later: what stopped it may ha
 # Archives kept in the cache folder, those used last (each about 70 MB): a Java or Spark upgrade,
 # other JVM options or another venv's pyspark each makes its own, and nothing else removes them.
 KEEP = 3
+# The small run's entry module, above the command line: run as a process, never imported here.
+SMALL_RUN = "bleu_spark.archive_run"
 
 
 def java() -> Optional[str]:
@@ -190,8 +193,8 @@ def make(path: str) -> bool:
     os.environ["PYSPARK_SUBMIT_ARGS"] = on_this_machine(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
     try:
         with tempfile.TemporaryDirectory(prefix="bleu-spark-archive-") as work:
-            _small_run(work)
-        if _jvm_exit() == 0 and _starts_with(part):
+            exit_code = _small_run(work)
+        if exit_code == 0 and _starts_with(part):
             os.replace(part, path)
             prune(path)
             return True
@@ -225,24 +228,23 @@ def _remove_dead_parts(path: str) -> None:
             pass  # not a maker's name, or a process of another user's: left alone
 
 
-def _small_run(work: str) -> None:
-    """A run as a user's would be, on four rows: the classes it loads are those archived."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from ... import cli
-
-    rows = pa.table({"system": ["A", "A", "B", "B"], "langpair": ["de-en"] * 4,
-                     "candidate": ["the cat sat", "a dog", "the cat", "dogs"],
-                     "references": [["the cat sat"], ["a dog ran"]] * 2})
-    pq.write_table(rows, os.path.join(work, "input.parquet"))
-    cli.main(["score", "--input", os.path.join(work, "input.parquet"),
-              "--output", os.path.join(work, "out")])
+def _small_run(work: str) -> Optional[int]:
+    """A run as a user's would be, on four rows, in a process of its own (`SMALL_RUN`, which
+    starts the JVM this process's SPARK_SUBMIT_OPTS tell to write the archive, and waits while it
+    exits): the JVM's exit code, None if the run did not end in time."""
+    try:
+        done = subprocess.run([sys.executable, "-m", SMALL_RUN, work], cwd=work,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=STALE_LOCK_SECONDS - 60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.returncode
 
 
-def _jvm_exit() -> Optional[int]:
-    """Ends the stopped run's JVM (its standard input closed, as when this process exits) and
-    waits while it writes the archive: its exit code."""
+def wait_for_jvm_exit() -> Optional[int]:
+    """In the small run's process (`SMALL_RUN`), its run stopped: ends the JVM (its standard
+    input closed, as when this process exits) and waits while it writes the archive: its exit
+    code."""
     from pyspark import SparkContext
 
     gateway = SparkContext._gateway
