@@ -58,6 +58,11 @@ def tiled(base: str, groups: int, systems: int, seed: int = 0):
                              pa.array([f"g{i // systems:04d}" for i in range(len(pick))]))
     table = table.set_column(table.schema.get_field_index("system"), "system",
                              pa.array([f"s{i % systems:04d}" for i in range(len(pick))]))
+    # The systems of a comparison group cover the same segments (what --clusters requires):
+    # each row takes its group's first row's count and fingerprint.
+    first = pa.array(np.arange(len(pick)) // systems * systems)
+    for name in ("n_segments", "segment_fingerprint"):
+        table = table.set_column(table.schema.get_field_index(name), name, table[name].take(first))
     index = table.schema.get_field_index(statstable.REPLICATE_SUMS)
     return table.set_column(index, statstable.REPLICATE_SUMS,
                             statstable.ragged_list_column(list(matrix)))
