@@ -15,7 +15,7 @@ from . import inputs, io
 from .stats import REASON, PartitionPlan
 
 if TYPE_CHECKING:
-    from .job import JobOptions
+    from .options import JobOptions
 
 DEFAULT_GROUP_BY = ("system", "langpair")
 SEGMENT_HASH = "_segment_hash"   # what a segment's bootstrap weights are drawn from

@@ -14,7 +14,8 @@ from .. import metrics, record, settings
 from . import runtime
 
 if TYPE_CHECKING:
-    from .job import JobOptions, Measurement
+    from .measure import Measurement
+    from .options import JobOptions
 
 
 def run_record(spark: SparkSession, options: JobOptions, measurement: Measurement,

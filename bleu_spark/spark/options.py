@@ -1,0 +1,87 @@
+"""`score`'s options on Spark (`JobOptions`), each checked once as the object is made: below the
+steps that read them (`plan.py`, `measure.py`, `record.py`, `job.py`), so none of them imports
+the module that sequences the others."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Tuple
+
+from .. import settings, store
+from ..errors import UsageError
+from ..languages import TextSettings
+from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
+from ..resampling import SACREBLEU, Resampling
+from . import inputs
+
+ON_INVALID = settings.option("on_invalid").choices
+SCANS = settings.option("scan").choices
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    input: str
+    output: Optional[str] = None
+    catalog: Optional[str] = None                   # a database of Spark's catalog, for the tables
+    group_by: Optional[Tuple[str, ...]] = None      # None: those of DEFAULT_GROUP_BY present
+    grouping_sets: Optional[Tuple[Tuple[str, ...], ...]] = None  # several groupings, one pass
+    partition_by: Tuple[str, ...] = ()              # Hive partitions of the output, e.g. run_date
+    report: bool = False                            # also write DIR/report.html
+    candidate_col: str = settings.default("candidate_col")
+    references_cols: Tuple[str, ...] = tuple(settings.default("references_col"))  # an array, or strings
+    langpair_col: str = settings.default("langpair_col")
+    references: Optional[str] = None                    # a separate references table
+    join_on: Tuple[str, ...] = ()
+    segment_key: Tuple[str, ...] = ()                   # inline references: what names a segment
+    on_invalid: str = settings.default("on_invalid")
+    colocate_references: str = settings.default("colocate_references")  # shuffle rows sharing references?
+    scan: str = settings.default("scan")                # auto: Python workers read local files
+    progress_seconds: float = settings.default("progress_seconds")  # 0: no progress lines
+    tokenize: str = settings.default("tokenize")       # the text settings every metric reads
+    spm_model: Optional[str] = settings.default("spm_model")
+    resampling: Resampling = field(default_factory=Resampling)
+    metrics: Tuple[str, ...] = DEFAULT_METRICS          # measured in one pass, by registry name
+    metric_settings: Tuple[Tuple[str, Any], ...] = ()   # metrics' options, e.g. lowercase, chrf_beta
+    segments: bool = False                              # also write DIR/segments/, a row a segment
+    segments_columns: Tuple[str, ...] = ()              # input columns the segments table carries
+    allow_empty_input: bool = False                     # no input row: exit 15 unless allowed
+    warnings: Tuple[str, ...] = ()                      # about the options, for run.json
+    # The metrics with their options, and how the rows' text is tokenized: made (and checked)
+    # once, from the fields above.
+    measured: Tuple[Any, ...] = field(init=False, compare=False, repr=False, default=())
+    text: Optional[TextSettings] = field(init=False, compare=False, repr=False, default=None)
+
+    def __post_init__(self):
+        object.__setattr__(self, "metrics", parse_names(self.metrics))
+        measured = configured(self.metrics, self.choices, None)
+        object.__setattr__(self, "measured", measured)
+        object.__setattr__(self, "text", TextSettings(
+            self.tokenize, self.spm_model,
+            any(m.lowercase_tokens for m in measured if m.uses_tokenizer)))
+        if (self.resampling.method == SACREBLEU and self.resampling.active
+                and not (self.segment_key or self.join_on)):
+            raise UsageError("--bootstrap-method sacrebleu needs --segment-key or --join-on: "
+                             "the segment order sacrebleu resamples in")
+        if self.on_invalid not in ON_INVALID:
+            raise UsageError(f"unknown --on-invalid policy {self.on_invalid!r}; "
+                             f"choose one of: {', '.join(ON_INVALID)}")
+        if self.scan not in SCANS:
+            raise UsageError(f"unknown --scan {self.scan!r}; choose one of: {', '.join(SCANS)}")
+        settings.check("--progress-seconds", self.progress_seconds)
+        if not self.references_cols:
+            raise UsageError("--references-col needs at least one column")
+        if self.group_by is not None and self.grouping_sets is not None:
+            raise UsageError("give --group-by or --grouping-sets, not both")
+        inputs.check_reference_options(self)
+        store.check_partition_names(self.partition_by)
+        if self.segments_columns and not self.segments:
+            raise UsageError("--segments-columns is only used with --segments")
+        if self.segments and not self.output:
+            raise UsageError("--segments needs --output DIR: the segments table is written there")
+        if self.report and self.catalog and not self.output:
+            raise UsageError("--report needs --output DIR: the page is a file there")
+
+    @property
+    def choices(self) -> dict:
+        """The run's option values every metric reads its own from (those not given take their
+        declared defaults): the text settings and the metrics' options."""
+        return {**dict(self.metric_settings), "tokenize": self.tokenize, "spm_model": self.spm_model}
