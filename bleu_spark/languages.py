@@ -18,32 +18,32 @@ TOKENIZER_BY_TARGET_LANGUAGE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}
 DEFAULT_TOKENIZER = "13a"
 
 
+def _code_lists() -> dict:
+    """`language_codes.txt`, data kept beside the module: a `name:` word starts a list of codes
+    (ISO 639-1 languages, ISO 3166-1 regions); `#` starts a comment line."""
+    lists: dict = {}
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "language_codes.txt"),
+              encoding="utf-8") as lines:
+        for word in (w for line in lines if not line.startswith("#") for w in line.split()):
+            if word.endswith(":"):
+                codes = lists.setdefault(word[:-1], set())
+            else:
+                codes.add(word)
+    return {name: frozenset(codes) for name, codes in lists.items()}
+
+
+_CODES = _code_lists()
 # ISO 639-1: the two-letter language codes, to tell a language from a region (`zh-cn`, `ja-jp`).
-ISO_639_1 = frozenset("""
-    aa ab ae af ak am an ar as av ay az ba be bg bi bm bn bo br bs ca ce ch co cr cs cu cv cy da
-    de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy
-    hz ia id ie ig ii ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg
-    li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl nn no nr nv ny oc oj om or
-    os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr ss st su sv sw ta
-    te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu""".split())
+ISO_639_1 = _CODES["languages"]
 # Other spellings that name a language of the tokenizer table and nothing else: ISO 639-2/3
 # codes, English names, and `jp`, no language code but Japan's, as logs write `en-JP`. (`kr` is
 # Kanuri and `cn` names no language: they stay as written.)
 LANGUAGE_ALIASES = {"jpn": "ja", "jp": "ja", "japanese": "ja",
                     "zho": "zh", "chi": "zh", "cmn": "zh", "chinese": "zh",
                     "kor": "ko", "korean": "ko"}
-# ISO 3166-1 alpha-2 region codes (with `uk`, `eu` and `xk`, as locales write them), to tell a
-# region from a language: `zh`, `ja` and `ko` are none, so `en-ko-kr` can only be Korean.
-REGIONS = frozenset("""
-    ad ae af ag ai al am ao aq ar as at au aw ax az ba bb bd be bf bg bh bi bj bl bm bn bo bq br
-    bs bt bv bw by bz ca cc cd cf cg ch ci ck cl cm cn co cr cu cv cw cx cy cz de dj dk dm do dz
-    ec ee eg eh er es et eu fi fj fk fm fo fr ga gb gd ge gf gg gh gi gl gm gn gp gq gr gs gt gu
-    gw gy hk hm hn hr ht hu id ie il im in io iq ir is it je jm jo jp ke kg kh ki km kn kp kr kw
-    ky kz la lb lc li lk lr ls lt lu lv ly ma mc md me mf mg mh mk ml mm mn mo mp mq mr ms mt mu
-    mv mw mx my mz na nc ne nf ng ni nl no np nr nu nz om pa pe pf pg ph pk pl pm pn pr ps pt pw
-    py qa re ro rs ru rw sa sb sc sd se sg sh si sj sk sl sm sn so sr ss st sv sx sy sz tc td tf
-    tg th tj tk tl tm tn to tr tt tv tw tz ua ug uk um us uy uz va vc ve vg vi vn vu wf ws xk ye
-    yt za zm zw""".split())
+# ISO 3166-1 alpha-2 region codes, to tell a region from a language: `zh`, `ja` and `ko` are
+# none, so `en-ko-kr` can only be Korean.
+REGIONS = _CODES["regions"]
 _SUBTAGS = re.compile(r"[-_]")
 
 
