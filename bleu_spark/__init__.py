@@ -24,8 +24,7 @@ from .languages import TextSettings
 from .metrics.bleu import BleuResult, bleu_of_rows, corpus_bleu
 from .rows import batches, checked_rows, present_references, rows_of_streams
 from .tokenizers import LineTokenizer
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = ["BleuResult", "BleuSparkError", "bleu_of_rows", "corpus_bleu", "corpus_score",
            "score_dataframe", "score_of_rows", "__version__"]

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import List, Optional
 
-from . import __version__
+from .version import __version__
 from . import console, declaration, notices, settings, store
 from .errors import BleuSparkError, ConfigFileError, Interrupted, UsageError
 from .spark.runtime.jvm_archive import SWITCH as ARCHIVE_SWITCH

@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from . import __version__
+from .version import __version__
 from .metrics.base import sacrebleu_version
 from .scoring import GroupingSet, label
 

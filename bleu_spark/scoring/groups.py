@@ -16,7 +16,7 @@ def metric_of(row: dict, config) -> metrics.Metric:
     return metrics.of_row(row, config)
 
 
-def _summed(stats: pa.Table, keys) -> Tuple[pa.Table, pa.Table]:
+def summed(stats: pa.Table, keys) -> Tuple[pa.Table, pa.Table]:
     """The sums per key, and the same without the replicate and trial sums: the rows read as
     Python values (the packed sums are read per group as matrices, never as Python lists)."""
     sums = statstable.summed(stats, keys)
@@ -28,7 +28,7 @@ def measured_config(config, sums: dict) -> metrics.Metric:
     return metric_of(sums, config)
 
 
-def _check_one_measurement(sums: List[dict], grouping_set: GroupingSet) -> None:
+def check_one_measurement(sums: List[dict], grouping_set: GroupingSet) -> None:
     """Statistics measured differently (another tokenizer, case, max order, version) never add
     up: `sums` has a row per group and measurement, so a group with two rows is refused."""
     seen = {}

@@ -12,8 +12,8 @@ from ..resampling import PAIRED_AR, PAIRED_BS, POISSON, Paired, Resampling, pois
 from ..errors import UsageError
 from ..shown import shown
 from .coverage import check_same_segments
-from .groups import _check_one_measurement, _summed, measured_config
-from .replicates import _sample_matrix, segment_matrix
+from .groups import check_one_measurement, summed, measured_config
+from .replicates import sample_matrix, segment_matrix
 from .sets import GroupingSet
 
 
@@ -28,9 +28,9 @@ def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Ch
         raise UsageError(f"paired tests compare systems: {system_col} must be a group column")
     others = [c for c in grouping_set if c != system_col]
     keys = [*grouping_set, *statstable.MEASUREMENT]
-    sums, plain = _summed(stats, keys)
+    sums, plain = summed(stats, keys)
     groups = plain.to_pylist()
-    _check_one_measurement(groups, grouping_set)
+    check_one_measurement(groups, grouping_set)
     by_comparison: dict = {}
     for index, row in enumerate(groups):
         if row["n_segments"]:
@@ -85,7 +85,7 @@ def _poisson_paired(test: str, base: dict, row: dict, sums: pa.Table, measured: 
     """A paired test from both systems' sums and their replicate (bootstrap) or trial
     (approximate randomization) sums."""
     vector = lambda r: np.array([r[n] for n in measured.names], combine.matrix_type(measured.columns()))
-    samples = lambda r, column: _sample_matrix(sums, column, r["_index"], r, grouping_set,
+    samples = lambda r, column: sample_matrix(sums, column, r["_index"], r, grouping_set,
                                                measured.width)
     if test == PAIRED_BS:
         return poisson_paired_bs(

@@ -24,7 +24,7 @@ from .tables import INTERVAL_FIELDS, SEGMENT_ORDER
 MIN_INTERVAL_SEGMENTS = 2
 
 
-def _replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segments,
+def replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segments,
                       grouping_set, config: metrics.Choices, resampling: Resampling):
     """A group's bootstrap replicate scores, (B,): from its replicate sums (poisson) or from
     sacrebleu's draws over its segments; None for a group without enough segments."""
@@ -33,7 +33,7 @@ def _replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segmen
         return None
     measured = measured_config(config, group)
     if poisson:
-        replicates = _sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set,
+        replicates = sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set,
                                     measured.width)
         return scores_of_sums(replicates, measured)
     _, scores = sacrebleu_resample_scores(
@@ -42,7 +42,7 @@ def _replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segmen
     return scores
 
 
-def _add_intervals(rows: List[dict], replicates: List, resampling: Resampling) -> None:
+def add_intervals(rows: List[dict], replicates: List, resampling: Resampling) -> None:
     for row, scores in zip(rows, replicates):
         if scores is None:
             row.update(dict.fromkeys(INTERVAL_FIELDS))
@@ -52,7 +52,7 @@ def _add_intervals(rows: List[dict], replicates: List, resampling: Resampling) -
             row.update(sacrebleu_interval_of(row["score"], scores, resampling.seed).to_dict())
 
 
-def _sign_bootstrap(rows: List[dict], replicates: List, resampling: Resampling) -> None:
+def sign_bootstrap(rows: List[dict], replicates: List, resampling: Resampling) -> None:
     """A row whose figures come from resamples names the draws in its signature, as sacrebleu."""
     fields = bootstrap_signature(resampling.method, resampling.n_bootstrap,
                                            resampling.seed)
@@ -61,7 +61,7 @@ def _sign_bootstrap(rows: List[dict], replicates: List, resampling: Resampling) 
             row["signature"] = with_bootstrap_fields(row["signature"], fields)
 
 
-def _add_clusters(rows: List[dict], replicates: List, groups: List[dict],
+def add_clusters(rows: List[dict], replicates: List, groups: List[dict],
                   grouping_set: GroupingSet, system_col: str = "system") -> None:
     """Rank ranges and clusters within each comparison group (the paired tests' groups: every
     group column but the system, per metric); none in a grouping set without systems. The
@@ -85,7 +85,7 @@ def _add_clusters(rows: List[dict], replicates: List, groups: List[dict],
         higher_is_better_of=lambda r: metrics.REGISTRY[r["metric"]].higher_is_better)
 
 
-def _sample_matrix(sums: pa.Table, column: str, index: int, group: dict, grouping_set,
+def sample_matrix(sums: pa.Table, column: str, index: int, group: dict, grouping_set,
                    width: int) -> np.ndarray:
     """A group's replicate or trial sums as a (samples, width) matrix; a clear error when its
     rows hold none, or sums of different draws."""

@@ -7,8 +7,8 @@ import pyarrow as pa
 
 from .. import metrics, statstable
 from ..resampling import Resampling
-from .groups import _check_one_measurement, _summed, metric_of
-from .replicates import _add_clusters, _add_intervals, _replicate_scores, _sign_bootstrap
+from .groups import check_one_measurement, summed, metric_of
+from .replicates import add_clusters, add_intervals, replicate_scores, sign_bootstrap
 from .sets import GroupingSet, label
 from .tables import GROUPING
 
@@ -34,19 +34,19 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Cho
     all_cols = list(dict.fromkeys(c for s in sets for c in s))
     rows = []
     for grouping_set in sets:
-        sums, plain = _summed(stats, [*grouping_set, *statstable.MEASUREMENT])
+        sums, plain = summed(stats, [*grouping_set, *statstable.MEASUREMENT])
         groups = plain.to_pylist()
-        _check_one_measurement(groups, grouping_set)
+        check_one_measurement(groups, grouping_set)
         scored = [_score_row(r, grouping_set, all_cols, config, implicit) for r in groups]
         if resampling is not None and resampling.bootstrapped:
-            replicates = [_replicate_scores(row, group, index, sums, segments, grouping_set,
+            replicates = [replicate_scores(row, group, index, sums, segments, grouping_set,
                                             config, resampling)
                           for index, (row, group) in enumerate(zip(scored, groups))]
             if resampling.confidence:
-                _add_intervals(scored, replicates, resampling)
+                add_intervals(scored, replicates, resampling)
             if resampling.clusters:
-                _add_clusters(scored, replicates, groups, grouping_set)
-            _sign_bootstrap(scored, replicates, resampling)
+                add_clusters(scored, replicates, groups, grouping_set)
+            sign_bootstrap(scored, replicates, resampling)
         scored.sort(key=lambda r: (*((r[c] is not None, r[c]) for c in grouping_set),
                                    metrics.order_of(r["metric"])))
         rows.extend(scored)

@@ -6,14 +6,18 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections import Counter as Tally
 from functools import cached_property
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from . import jvm_archive
+from .protocol import TASK_FIELDS
+
+CLASSIC = "classic"
 
 # One progress view, the job's: Spark's console bars would garble its lines on stderr.
 SETTINGS = {"spark.ui.showConsoleProgress": "false"}
@@ -100,6 +104,18 @@ def _context(conf: SparkConf, archive_to_make: Optional[str]):
     return _quiet(SparkContext.getOrCreate(conf)), removed
 
 
+def settings_before_start() -> dict:
+    """Spark's settings known before a session starts, without starting a JVM: spark-defaults,
+    and under spark-submit (whose JVM is up already) its `--conf` settings too."""
+    given = spark_defaults()
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        try:
+            given.update(SparkConf().getAll())
+        except Exception:  # the run's own conf gives them once Spark is up
+            pass
+    return given
+
+
 # Where a user or platform gives the driver JVM options before it starts, besides spark-defaults.
 JAVA_OPTION_VARIABLES = ("SPARK_SUBMIT_OPTS", "PYSPARK_SUBMIT_ARGS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")
 
@@ -184,3 +200,129 @@ def _quiet(context: SparkContext) -> SparkContext:
     if not user_log4j_config():
         context.setLogLevel("ERROR")
     return context
+
+
+class ClassicRuntime:
+    """Classic Spark as a run uses it (`runtime.of` chooses it): the SparkContext, RDDs,
+    accumulators and the driver JVM."""
+    mode = CLASSIC
+
+    def __init__(self, spark):
+        self.spark = spark
+
+    @property
+    def context(self) -> SparkContext:  # no SQL session needed (the console's starts on demand)
+        return self.spark.sparkContext
+
+    def parallelism(self) -> int:
+        return self.context.defaultParallelism
+
+    def session_settings(self) -> dict:
+        return dict(self.context.getConf().getAll())
+
+    def counter(self):
+        return self.context.accumulator(0)
+
+    def run_tasks(self, count: int, task, merge, counters: Tuple = (), split=None):
+        results = self.context.parallelize(range(count), count).mapPartitions(task)
+        if split is None:  # a few rows a group: merged in a tree, on the executors then on the driver
+            return results.treeReduce(merge)
+        merged = results.flatMap(split).reduceByKey(merge, numPartitions=count)
+        return [part for _, part in merged.toLocalIterator(prefetchPartitions=True)]
+
+    def stages(self) -> "TrackedStages":
+        return TrackedStages(self.context)
+
+    def ship_file(self, path: str) -> None:
+        self.context.addFile(path)
+
+    def tag_jobs(self, tag: str, description: str) -> None:
+        self.context.setJobGroup(tag, description)
+
+    def partitions(self, frame) -> Optional[int]:
+        return frame.rdd.getNumPartitions()
+
+    def analyzed(self, frame):
+        return frame  # analyzed as it is made
+
+    def server_path(self, path: str) -> str:
+        return path  # a relative one read from this process's folder
+
+    def byte_size(self, value: str) -> int:
+        return int(self.context._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(value))
+
+    def path_exists(self, path: str) -> bool:
+        """Asked of the file systems Spark reads the path with."""
+        from py4j.protocol import Py4JError
+
+        try:
+            hadoop_path = self.context._jvm.org.apache.hadoop.fs.Path(path)
+            return bool(hadoop_path.getFileSystem(self.context._jsc.hadoopConfiguration()).exists(hadoop_path))
+        except Py4JError:  # no file system for the scheme, say: the reader then says it in one line
+            return False
+
+    def input_bytes(self, frame) -> Optional[int]:
+        """As Spark's planner knows it."""
+        try:
+            return int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+        except Exception:  # an internal interface: never break a run
+            return None
+
+    def describe(self) -> dict:
+        return {"spark_mode": CLASSIC, "master": self.context.master, "app_id": self.context.applicationId}
+
+    def runs_workers_here(self) -> bool:
+        """Not where the platform names another interpreter (an archive's `./environment/bin/python`)."""
+        named = self.context.getConf().get("spark.pyspark.python", None)
+        return (named or self.context.pythonExec) == sys.executable
+
+    def java_version(self) -> str:
+        return self.context._jvm.java.lang.System.getProperty("java.version")
+
+    def task_summary(self, tag: str) -> dict:
+        """`failed` counts task attempts that were lost (e.g. with an executor) and rerun;
+        `stage_retries` counts stages Spark had to run again for lost output."""
+        tracker = self.context.statusTracker()
+        summary = Tally()
+        for job_id in tracker.getJobIdsForGroup(tag):
+            job = tracker.getJobInfo(job_id)
+            for stage_id in (job.stageIds if job else []):
+                stage = tracker.getStageInfo(stage_id)
+                if stage:
+                    summary["stages"] += 1
+                    summary["stage_retries"] += stage.currentAttemptId
+                    summary["completed"] += stage.numCompletedTasks
+                    summary.update(self._stage_metrics(stage_id, stage.numFailedTasks))
+        return {k: summary.get(k, 0) for k in TASK_FIELDS}
+
+    def _stage_metrics(self, stage_id: int, last_attempt_failed: int) -> Tally:
+        """Failed tasks and bytes shuffled over every attempt of a stage. The public tracker
+        shows only the last attempt, and a stage rerun after a lost executor starts at zero
+        failures, so this asks the driver's status store (what the UI's REST API serves); the
+        tracker's failures alone if it cannot."""
+        sc = self.context
+        try:
+            no_quantiles = sc._gateway.new_array(sc._gateway.jvm.double, 0)
+            attempts = sc._jsc.sc().statusStore().stageData(stage_id, False, None, False, no_quantiles)
+            metrics = Tally()
+            for stage in (attempts.apply(i) for i in range(attempts.length())):
+                metrics.update(failed=stage.numFailedTasks(),
+                               shuffle_write_bytes=stage.shuffleWriteBytes(),
+                               shuffle_read_bytes=stage.shuffleReadBytes())
+            return metrics
+        except Exception:  # an internal interface: never let reporting break a finished run
+            return Tally(failed=last_attempt_failed)
+
+
+class TrackedStages:
+    """Classic Spark's status tracker's stages in flight."""
+
+    def __init__(self, context: SparkContext):
+        self._tracker = context.statusTracker()
+
+    def active(self) -> List[Tuple[int, int, int]]:
+        stages = [self._tracker.getStageInfo(s) for s in self._tracker.getActiveStageIds()]
+        return [(s.stageId, s.numCompletedTasks, s.numTasks) for s in stages if s]
+
+    def close(self) -> None:
+        pass

@@ -250,7 +250,7 @@ def check_workers(spark) -> None:
 
     from pyspark.sql import functions as F
 
-    from ... import __version__
+    from ...version import __version__
 
     probe = F.udf(_by_value(_report_from_worker), "string")
     try:
