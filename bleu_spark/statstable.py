@@ -5,7 +5,7 @@ One row per group and metric at the finest grain a run measured, with everything
 it again and to refuse mixing it with rows measured differently:
 
     group columns | metric, format_version, sacrebleu_version, tokenize, tokenizer_signature,
-                    lowercase, max_ngram_order, metric_options
+                    metric_options
                                                            (the measurement: must agree to be summed)
                   | resampling                             (the replicate sums' draw, '' for none)
                   | n_segments, n_rejected, n_reference_segments, segment_fingerprint,
@@ -16,8 +16,8 @@ it again and to refuse mixing it with rows measured differently:
 
 Which columns are statistics, and the width of a row's replicate sums, are its metric's
 (`bleu_spark.metrics`): this module names no metric. The measurement settings a metric has
-beyond the shared columns are in `metric_options` ('' for BLEU, whose settings are the
-tokenizer, `lowercase` and `max_ngram_order`; `nc:6|nw:0|beta:2|space:no|eps:no` for chrF).
+beyond the tokenizer are in `metric_options`, the same column for every metric, lowercasing
+included (`case:mixed|order:4` for BLEU; `case:mixed|nc:6|nw:0|beta:2|space:no|eps:no` for chrF).
 
 The replicate sums of a group are one list in its row (replicate-major: replicate 0's
 statistics, then replicate 1's, ...), not a row per replicate: memory and files grow with
@@ -41,13 +41,13 @@ from .metrics import combine
 from .metrics.base import SUM, sacrebleu_version
 from .predicate import Predicate
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: lowercase and max_ngram_order in metric_options, not columns of their own
 METRIC = metrics.DEFAULT[0]  # the metric of rows saved before the table had several
 METRIC_OPTIONS = "metric_options"
 
 # Rows may be summed only when all of these agree.
 MEASUREMENT = ("metric", "format_version", "sacrebleu_version", "tokenize", "tokenizer_signature",
-               "lowercase", "max_ngram_order", METRIC_OPTIONS)
+               METRIC_OPTIONS)
 # The draw of the replicate sums (`poisson:1000:12345`, '' when none were kept). Rows of
 # different draws add up for their plain statistics, but their replicate sums do not: the sum
 # is labelled MIXED and its replicate sums are null, so only intervals are refused there.
@@ -63,8 +63,8 @@ REFS = ("min_refs", "max_refs")
 REPLICATE_SUMS, TRIAL_SUMS = SAMPLES = ("replicate_sums", "trial_sums")
 
 _TYPES = {"metric": pa.string(), "format_version": pa.int32(), "sacrebleu_version": pa.string(),
-          "tokenize": pa.string(), "tokenizer_signature": pa.string(), "lowercase": pa.bool_(),
-          "max_ngram_order": pa.int32(), METRIC_OPTIONS: pa.string(), RESAMPLING: pa.string(),
+          "tokenize": pa.string(), "tokenizer_signature": pa.string(), METRIC_OPTIONS: pa.string(),
+          RESAMPLING: pa.string(),
           REPLICATE_SUMS: pa.list_(pa.int64()), TRIAL_SUMS: pa.list_(pa.int64()),
           "n_segments": pa.int64(), "n_rejected": pa.int64(), "n_reference_segments": pa.int64(),
           "segment_fingerprint": pa.int64(), "min_refs": pa.int32(), "max_refs": pa.int32()}
@@ -94,12 +94,11 @@ def group_columns_of(table: pa.Table) -> list:
 
 
 def measurement_columns(n_rows: int, tokenize: pa.Array, tokenizer_signature: pa.Array,
-                        lowercase, max_ngram_order, resampling: str = "", metric=METRIC,
-                        metric_options="") -> Dict[str, pa.Array]:
+                        metric_options, resampling: str = "", metric=METRIC) -> Dict[str, pa.Array]:
     """The measurement columns of rows measured by this installation. `resampling` names the
-    hashed replicate sums kept (`poisson:1000:12345`), '' when none. `lowercase`,
-    `max_ngram_order`, `metric` and `metric_options`: one value for every row, or a list of
-    one per row (rows of several metrics)."""
+    hashed replicate sums kept (`poisson:1000:12345`), '' when none. `metric` and
+    `metric_options` (the metric's `measurement()`): one value for every row, or a list of one
+    per row (rows of several metrics)."""
     def column(name, value):
         values = value if isinstance(value, (list, tuple)) else [value] * n_rows
         return pa.array(values, _TYPES[name])
@@ -109,8 +108,6 @@ def measurement_columns(n_rows: int, tokenize: pa.Array, tokenizer_signature: pa
             "sacrebleu_version": column("sacrebleu_version", sacrebleu_version()),
             "tokenize": tokenize.cast(pa.string()),
             "tokenizer_signature": tokenizer_signature.cast(pa.string()),
-            "lowercase": column("lowercase", lowercase),
-            "max_ngram_order": column("max_ngram_order", max_ngram_order),
             METRIC_OPTIONS: column(METRIC_OPTIONS, metric_options),
             RESAMPLING: column(RESAMPLING, resampling)}
 

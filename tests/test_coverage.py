@@ -38,8 +38,7 @@ def segment_rows(system, seg_ids, names=("bleu",), day=1, seed=0, right=0.0) -> 
         signature = pa.array([tokenizer.signature() if metric.uses_tokenizer else None] * n,
                              pa.string())
         measurement = statstable.measurement_columns(
-            n, tok, signature, setting["lowercase"], setting["max_ngram_order"], "",
-            metric.name, setting["metric_options"])
+            n, tok, signature, setting["metric_options"], "", metric.name)
         groups = {"system": pa.array([system] * n), "day": pa.array([day] * n, pa.int32()),
                   "seg_id": pa.array(seg_ids, pa.int64())}
         hashes = np.array(seg_ids, np.int64) * 2654435761 + 17  # a segment's hash: its id's

@@ -49,7 +49,7 @@ def test_every_metric_declares_what_the_outputs_need(name):
         assert metrics.reserved_column(column)
         assert all(issubclass(type(metric), o) or issubclass(o, type(metric)) for o in owners)
     assert metrics.stat_order(list(reversed(names))) == names
-    assert set(metric.measurement()) == {"lowercase", "max_ngram_order", statstable.METRIC_OPTIONS}
+    assert set(metric.measurement()) == {statstable.METRIC_OPTIONS}
     again = metrics.of_row(statistics_row(metric), BleuConfig())
     assert type(again) is type(metric) and again.names == names
     assert set(metric.result_fields()) <= set(SCORE_TYPES)
@@ -89,14 +89,15 @@ def test_every_metric_through_every_output(name, tmp_path):
     for system in ("A", "B"):
         stats = rng.integers(1, 40, size=(metric.width,))
         replicates = rng.integers(1, 40, size=(50, metric.width))
-        rows.append({"system": system, **statistics_row(metric), "format_version": 2,
-                     "resampling": "poisson:50:1", "n_rejected": 0, "n_reference_segments": None,
+        rows.append({"system": system, **statistics_row(metric),
+                     "format_version": statstable.FORMAT_VERSION, "resampling": "poisson:50:1",
+                     "n_rejected": 0, "n_reference_segments": None,
                      "segment_fingerprint": 7, **dict(zip(metric.names, stats.tolist())),
                      "replicate_sums": replicates.reshape(-1).tolist(), "trial_sums": None})
     table = pa.Table.from_pylist(rows)
-    for column in ("trial_sums", "n_reference_segments", "metric_options", "max_ngram_order"):
+    for column in ("trial_sums", "n_reference_segments", "metric_options"):
         wanted = {"trial_sums": pa.list_(pa.int64()), "n_reference_segments": pa.int64(),
-                  "metric_options": pa.string(), "max_ngram_order": pa.int32()}[column]
+                  "metric_options": pa.string()}[column]
         index = table.schema.get_field_index(column)
         table = table.set_column(index, column, table[column].cast(wanted))
     from bleu_spark.resampling import Resampling

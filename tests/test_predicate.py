@@ -33,7 +33,8 @@ def stats_table(n: int = len(SYSTEMS)) -> pa.Table:
               "flag": column([True, False, None], pa.bool_())}
     one = lambda value, kind=pa.int64(): pa.array([value] * n, kind)
     measurement = statstable.measurement_columns(
-        n, one("13a", pa.string()), one(LineTokenizer("13a", False).signature(), pa.string()), False, 4)
+        n, one("13a", pa.string()), one(LineTokenizer("13a", False).signature(), pa.string()),
+        "case:mixed|order:4")
     counts = {"n_segments": one(1), "n_rejected": one(0), "n_reference_segments": one(None),
               "min_refs": one(1), "max_refs": one(1)}
     sums = {"sys_len": one(4), "ref_len": one(4)}
@@ -201,7 +202,7 @@ ALLOWED = [
     ("run_date >= DATE '2026-01-02'", None),
     ("run_date BETWEEN '2026-01-01' AND '2026-01-02'", None),
     ("run_date > '2026-01-01' AND (system < 'b' OR system > 'z')", None),
-    ("tokenize = '13a' AND lowercase = FALSE AND max_ngram_order = 4", list(range(30))),
+    ("tokenize = '13a' AND metric_options = 'case:mixed|order:4'", list(range(30))),
     ("sacrebleu_version LIKE '2.6%'", list(range(30))),
     ("(day = 1 OR day = 2) AND NOT (langpair = 'en-zh' OR flag IS NULL)", None),
 ]

@@ -49,7 +49,7 @@ class Probe(Metric):
         return list(COLUMNS)
 
     def measurement(self):
-        return {"lowercase": None, "max_ngram_order": None, "metric_options": ""}
+        return {"metric_options": ""}
 
     def segment_statistics(self, candidates, references, tokenizer=None):
         chars = np.asarray([len(c) for c in candidates.to_pylist()], np.float64)

@@ -19,6 +19,7 @@ from bleu_spark.tokenizers import LineTokenizer
 from conftest import ROOT, random_sentences
 from matching import assert_matches_sacrebleu
 from bleu_spark.metrics.bleu.oracle import sacrebleu_score
+from bleu_spark.metrics.bleu.metric import OPTIONS_TEXT as BLEU_OPTIONS
 
 
 def measured(rng, n, tokenize="13a", lowercase=False, **groups):
@@ -32,7 +33,8 @@ def measured(rng, n, tokenize="13a", lowercase=False, **groups):
     one = lambda v, t=None: pa.array([v], t)
     table = statstable.build(
         {k: one(v) for k, v in groups.items()},
-        statstable.measurement_columns(1, one(tokenize), one(tokenizer.signature()), lowercase, 4),
+        statstable.measurement_columns(1, one(tokenize), one(tokenizer.signature()),
+                                       BLEU_OPTIONS.text(BleuConfig(lowercase=lowercase))),
         {"n_segments": one(n), "n_rejected": one(0), "n_reference_segments": one(None, pa.int64()),
          "min_refs": one(1), "max_refs": one(1)},
         {name: one(int(v)) for name, v in zip(stats_names(4), sums)})
@@ -68,7 +70,7 @@ def test_aggregate_sums_rows_and_equals_sacrebleu_on_their_segments(tmp_path):
 
 @pytest.mark.parametrize("other,code,message", [
     (dict(tokenize="intl"), 10, "would mix statistics of different tokenizers (tokenize: 13a vs intl"),
-    (dict(lowercase=True), 11, "measured with different settings (lowercase: False vs True)"),
+    (dict(lowercase=True), 11, "measured with different settings (case: mixed vs lc)"),
 ])
 def test_aggregate_refuses_to_sum_different_measurements(tmp_path, other, code, message):
     rng = random.Random(2)
@@ -87,7 +89,7 @@ def test_aggregate_refuses_to_sum_different_measurements(tmp_path, other, code, 
 
 @pytest.mark.parametrize("column,value,message", [
     ("metric", "comet", "statistics of metric comet (this installation reads metric bleu, chrf, chrf++, ter only)"),
-    ("format_version", 3, "statistics of format_version 3 (this installation reads format_version 2 only); "
+    ("format_version", 4, "statistics of format_version 4 (this installation reads format_version 3 only); "
                        "score the input again with this version"),
 ])
 def test_statistics_of_another_metric_or_format_are_exit_11(tmp_path, capsys, column, value, message):
@@ -133,7 +135,7 @@ def test_statistics_of_a_development_era_format_are_refused_in_one_line(tmp_path
     assert main(["aggregate", "--stats", path, "--output", str(tmp_path / "out")]) == 11
     err = capsys.readouterr().err
     assert err.startswith(f"bleu-spark: error: {path} holds statistics of another format (no column "), err
-    assert err.endswith("reads format_version 2 only: score the input again with this version\n")
+    assert err.endswith("reads format_version 3 only: score the input again with this version\n")
     assert all(f"a column {c}" in err for c in added) and len(err.splitlines()) == 1
     assert not (tmp_path / "out").exists()
 
@@ -348,3 +350,22 @@ def test_a_fan_out_opens_last_first_commits_first_first_and_writes_everything_to
     from types import SimpleNamespace
 
     assert store.open_sink(SimpleNamespace(output=None, catalog=None), "run") is None
+
+
+def test_statistics_of_format_2_are_refused_in_one_line(tmp_path, capsys):
+    """Format 2 had `lowercase` and `max_ngram_order` columns of their own (now in
+    `metric_options`): its tables are refused, naming what to do."""
+    from bleu_spark.cli import main
+
+    table = measured(random.Random(4), 5, system="A")[0]
+    table = table.set_column(table.schema.get_field_index("format_version"), "format_version",
+                             pa.array([2], pa.int32()))
+    table = table.append_column("lowercase", pa.array([False])).append_column(
+        "max_ngram_order", pa.array([4], pa.int32())).set_column(
+        table.schema.get_field_index("metric_options"), "metric_options", pa.array([""]))
+    folder = save(tmp_path / "saved", table)
+    assert main(["aggregate", "--stats", folder, "--output", str(tmp_path / "out")]) == 11
+    assert capsys.readouterr().err == ("bleu-spark: error: statistics of format_version 2 (this "
+                                       "installation reads format_version 3 only); score the input "
+                                       "again with this version\n")
+    assert not (tmp_path / "out").exists()

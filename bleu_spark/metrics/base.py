@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -56,21 +56,33 @@ def sacrebleu_version() -> str:
     return sacrebleu.__version__
 
 
+def differing_options(first: str, second: str) -> Dict[str, str]:
+    """The settings two options texts write differently, each as `first vs second`: a mixed
+    group's message names the setting (`case: mixed vs lc`), not the whole texts."""
+    read = lambda text: dict(part.split(":", 1) for part in (text or "").split("|") if ":" in part)
+    one, two = read(first), read(second)
+    return {key: f"{one.get(key)} vs {two.get(key)}" for key in dict.fromkeys([*one, *two])
+            if one.get(key) != two.get(key)}
+
+
 @dataclass(frozen=True)
 class OptionsText:
     """How a metric writes its options into the statistics table's `metric_options` text
-    (`nc:6|nw:0|beta:2|...`) and reads them back. Each field is (key in the text, field of the
-    metric's options, kind): `int`, `yes` (a flag written yes/no) or `no` (a flag written no/yes)."""
+    (`case:mixed|nc:6|nw:0|beta:2|...`) and reads them back. Each field is (key in the text, field of the
+    metric's options, kind): `int`, `yes` (a flag written yes/no), `no` (a flag written no/yes),
+    `lc` (lowercasing written lc/mixed, as the signatures' `case`) or `mixed` (mixed/lc)."""
     title: str
     fields: Tuple[Tuple[str, str, str], ...]
 
     def text(self, options) -> str:
-        written = {"int": str, "yes": lambda v: "yes" if v else "no", "no": lambda v: "no" if v else "yes"}
+        written = {"int": str, "yes": lambda v: "yes" if v else "no", "no": lambda v: "no" if v else "yes",
+                   "lc": lambda v: "lc" if v else "mixed", "mixed": lambda v: "mixed" if v else "lc"}
         return "|".join(f"{key}:{written[kind](getattr(options, field))}" for key, field, kind in self.fields)
 
     def values(self, text: str) -> dict:
         """The options' fields written in `text`; text it cannot read is one line naming it."""
-        read = {"int": int, "yes": lambda v: v == "yes", "no": lambda v: v == "no"}
+        read = {"int": int, "yes": lambda v: v == "yes", "no": lambda v: v == "no",
+                "lc": lambda v: v == "lc", "mixed": lambda v: v == "mixed"}
         try:
             written = dict(part.split(":", 1) for part in text.split("|"))
             return {field: read[kind](written[key]) for key, field, kind in self.fields}
@@ -189,8 +201,8 @@ class Metric(ABC):
 
     @abstractmethod
     def measurement(self) -> dict:
-        """Values of the statistics table's measurement columns this metric sets: `lowercase`,
-        `max_ngram_order`, `metric_options` (None where it has no such setting)."""
+        """Values of the statistics table's measurement columns this metric sets: the same for
+        every metric, `metric_options` (its settings as an `OptionsText`, lowercasing included)."""
 
     @abstractmethod
     def segment_statistics(self, candidates: pa.Array, references: pa.Array,

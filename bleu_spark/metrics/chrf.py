@@ -5,7 +5,7 @@ A segment's statistics are, per character order 1..nc then word order 1..nw, the
 `chrf_c{n}_match` and `chrf_w{n}_...` (chrF and chrF++ share their character columns). Every
 option changes the statistics (with several references, the kept one is the one of best
 sentence-level F, which beta and eps smoothing decide), so all of them are measurement settings:
-`lowercase` in its own column, the others in `metric_options`, e.g. `nc:6|nw:0|beta:2|space:no|eps:no`.
+all in `metric_options`, e.g. `case:mixed|nc:6|nw:0|beta:2|space:no|eps:no`.
 """
 from __future__ import annotations
 
@@ -56,13 +56,13 @@ def checked(options: ChrfOptions) -> ChrfOptions:
     return options
 
 
-OPTIONS_TEXT = OptionsText("chrF", (("nc", "char_order", "int"), ("nw", "word_order", "int"),
+OPTIONS_TEXT = OptionsText("chrF", (("case", "lowercase", "lc"), ("nc", "char_order", "int"), ("nw", "word_order", "int"),
                                     ("beta", "beta", "int"), ("space", "whitespace", "yes"),
                                     ("eps", "eps_smoothing", "yes")))
 
 
-def options_of(text: str, lowercase: bool) -> ChrfOptions:
-    return ChrfOptions(**OPTIONS_TEXT.values(text), lowercase=bool(lowercase))
+def options_of(text: str) -> ChrfOptions:
+    return ChrfOptions(**OPTIONS_TEXT.values(text))
 
 
 class Chrf(Metric):
@@ -103,15 +103,14 @@ class Chrf(Metric):
         return [self.stat_column(f"{PREFIX}{kind}{n}_{part}") for kind, n in orders for part in _PARTS]
 
     def measurement(self) -> dict:
-        return {"lowercase": self.options.lowercase, "max_ngram_order": None,
-                "metric_options": OPTIONS_TEXT.text(self.options)}
+        return {"metric_options": OPTIONS_TEXT.text(self.options)}
 
     def segment_statistics(self, candidates, references, tokenizer=None) -> np.ndarray:
         return chrf_statistics(candidates, references, self.options)
 
     @classmethod
     def from_measurement(cls, row: Mapping[str, Any], choices: Any = None) -> "Chrf":
-        return cls(options_of(row["metric_options"], row["lowercase"]), row.get("sacrebleu_version"))
+        return cls(options_of(row["metric_options"]), row.get("sacrebleu_version"))
 
     def score(self, sums: Sequence) -> float:
         return chrf_score([int(v) for v in sums], self.options)

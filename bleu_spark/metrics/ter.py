@@ -39,12 +39,12 @@ OPTIONS = tuple(Option(f"{PREFIX}{field}", BOOLEAN, getattr(TerOptions(), field)
      _ASIAN_WITH)))
 
 
-OPTIONS_TEXT = OptionsText("TER", (("norm", "normalized", "yes"), ("punct", "no_punct", "no"),
+OPTIONS_TEXT = OptionsText("TER", (("case", "case_sensitive", "mixed"), ("norm", "normalized", "yes"), ("punct", "no_punct", "no"),
                                    ("asian", "asian_support", "yes")))
 
 
-def options_of(text: str, lowercase: bool) -> TerOptions:
-    return TerOptions(**OPTIONS_TEXT.values(text), case_sensitive=not lowercase)
+def options_of(text: str) -> TerOptions:
+    return TerOptions(**OPTIONS_TEXT.values(text))
 
 
 class Ter(Metric):
@@ -83,8 +83,7 @@ class Ter(Metric):
         return [self.stat_column(name) for name in COLUMNS]
 
     def measurement(self) -> dict:
-        return {"lowercase": not self.options.case_sensitive, "max_ngram_order": None,
-                "metric_options": OPTIONS_TEXT.text(self.options)}
+        return {"metric_options": OPTIONS_TEXT.text(self.options)}
 
     def segment_statistics(self, candidates, references, tokenizer=None) -> np.ndarray:
         edits, ref_lengths = ter_statistics(candidates, references, self.options)
@@ -93,7 +92,7 @@ class Ter(Metric):
 
     @classmethod
     def from_measurement(cls, row: Mapping[str, Any], choices: Any = None) -> "Ter":
-        return cls(options_of(row["metric_options"], row["lowercase"]), row.get("sacrebleu_version"))
+        return cls(options_of(row["metric_options"]), row.get("sacrebleu_version"))
 
     def score(self, sums: Sequence) -> float:
         return float(ter_score(int(sums[0]), int(sums[1]) / SCALE))

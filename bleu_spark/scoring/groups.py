@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from .. import metrics, statstable
 from ..errors import IncompatibleStatisticsError, MixedTokenizerGroupError
+from ..metrics.base import differing_options
 from .sets import GroupingSet
 
 
@@ -38,7 +39,9 @@ def check_one_measurement(sums: List[dict], grouping_set: GroupingSet) -> None:
             seen[key] = row
             continue
         differing = {m: f"{seen[key][m]} vs {row[m]}" for m in statstable.MEASUREMENT
-                     if seen[key][m] != row[m]}
+                     if seen[key][m] != row[m] and m != statstable.METRIC_OPTIONS}
+        differing.update(differing_options(seen[key][statstable.METRIC_OPTIONS],
+                                           row[statstable.METRIC_OPTIONS]))
         where = ", ".join(f"{c}={v}" for c, v in zip(grouping_set, key)) or "the whole table"
         where += "" if row["metric"] == statstable.METRIC else f" ({row['metric']})"
         what = "; ".join(f"{m}: {v}" for m, v in differing.items())

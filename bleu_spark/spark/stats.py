@@ -254,8 +254,7 @@ class _Segments:
         signatures = pa.array([self._signature(t) for t in distinct.to_pylist()], pa.string())
         measurement = statstable.measurement_columns(
             len(rows), names, signatures.take(pc.index_in(names, distinct)),
-            settings["lowercase"], settings["max_ngram_order"], segments.resampling, metric.name,
-            settings["metric_options"])
+            settings[statstable.METRIC_OPTIONS], segments.resampling, metric.name)
         own = stats[rows]
         arrays = combine.arrow_columns(plan.declared, dict(zip(metric.names, own.T)), len(rows))
         statistics = dict(zip(plan.stat_columns, arrays))
@@ -413,8 +412,7 @@ def statistics_table(partials: pa.Table, plan: PartitionPlan, resampling: str = 
     setting = lambda key: [by_name[m][key] for m in labels]
     measurement = statstable.measurement_columns(
         len(partials), names, pa.array([signatures.get(t) for t in names.to_pylist()], pa.string()),
-        setting("lowercase"), setting("max_ngram_order"), resampling, labels,
-        setting("metric_options"))
+        setting(statstable.METRIC_OPTIONS), resampling, labels)
     stats = {name: partials[name] for name in plan.stat_columns}
     samples = {c: partials[c] for c in statstable.SAMPLES}
     table = statstable.build({c: partials[c] for c in plan.group_cols}, measurement, counts, stats,

@@ -53,6 +53,7 @@ COLUMNS = {
     "n_reference_segments": "segments in the group's reference set (null without segment keys)",
     "coverage": "n_segments / n_reference_segments",
     "signature": "sacrebleu's signature", "tokenize": "the tokenizer",
+    "metric_options": "the metric's settings beyond the tokenizer, e.g. case:mixed|order:4 (BLEU)",
     "ci_low": "95% interval, low end (--confidence)", "ci_high": "95% interval, high end",
     "rank": "rank within the comparison group (--clusters)", "cluster": "significance cluster",
     "run_id": "the run that wrote the row", "run_time": "when that run started (UTC)",

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ...declaration import check_weights
 from ...errors import UsageError
-from ..base import Metric, StatColumn, nrefs_label
+from ..base import Metric, OptionsText, StatColumn, nrefs_label
 from .options import AUTO, OPTIONS, BleuConfig
 from .signature import bleu_fields
 from .stats import segment_statistics, stats_names
@@ -211,6 +211,8 @@ BANDS = (
     (-math.inf, True, "Almost useless", "#c92a2a"),
 )
 
+# BLEU's measurement settings beside the tokenizer, in the statistics table's `metric_options`.
+OPTIONS_TEXT = OptionsText("BLEU", (("case", "lowercase", "lc"), ("order", "max_ngram_order", "int")))
 _COLUMN = re.compile(r"(sys_len|ref_len|correct_(\d+)|total_(\d+))$")
 _KIND = {"sys_len": 0, "ref_len": 1, "correct": 2, "total": 3}
 
@@ -263,7 +265,8 @@ class Bleu(Metric):
             if choices.get("weights") is not None:
                 return {**choices, "weights": check_weights(choices["weights"])}
             return dict(choices)
-        orders = sorted({row["max_ngram_order"] for row in measurements} - {None})
+        orders = sorted({OPTIONS_TEXT.values(row["metric_options"])["max_ngram_order"]
+                         for row in measurements if row["metric"] == cls.name})
         if len(orders) > 1:
             raise UsageError(f"--weights cannot apply to statistics of several max n-gram orders "
                              f"({', '.join(map(str, orders))}); select one with --where")
@@ -293,8 +296,7 @@ class Bleu(Metric):
         return [self.stat_column(n) for n in stats_names(self.config.max_ngram_order)]
 
     def measurement(self) -> dict:
-        return {"lowercase": self.config.lowercase,
-                "max_ngram_order": self.config.max_ngram_order, "metric_options": ""}
+        return {"metric_options": OPTIONS_TEXT.text(self.config)}
 
     def segment_statistics(self, candidates, references, tokenizer=None) -> np.ndarray:
         return self.measure(candidates, references, tokenizer)[0]
@@ -306,8 +308,7 @@ class Bleu(Metric):
     @classmethod
     def from_measurement(cls, row: Mapping[str, Any], choices: Any = None) -> "Bleu":
         measured = dataclasses.replace(_options(choices), tokenize=AUTO, spm_model=None,
-                                       lowercase=row["lowercase"],
-                                       max_ngram_order=row["max_ngram_order"])
+                                       **OPTIONS_TEXT.values(row["metric_options"]))
         return cls(measured, row.get("tokenizer_signature"), row.get("sacrebleu_version"))
 
     def score(self, sums: Sequence) -> float:
