@@ -163,6 +163,7 @@ def ensure_stats_table(workdir: Path, n_rows: int, seed: int = 7) -> Path:
     import pyarrow as pa
 
     from bleu_spark import statstable, store
+    from bleu_spark.metrics.bleu import Bleu, BleuConfig
     from bleu_spark.metrics.bleu.stats import stats_names
 
     rng = np.random.default_rng(seed)
@@ -179,7 +180,8 @@ def ensure_stats_table(workdir: Path, n_rows: int, seed: int = 7) -> Path:
          "run_date": pa.array([f"2026-01-{d:02d}" for d in rng.integers(1, 29, n_rows)]),
          "langpair": pa.array(langpairs[rng.integers(0, len(langpairs), n_rows)]),
          "system": pa.array(systems[rng.integers(0, len(systems), n_rows)])},
-        statstable.measurement_columns(n_rows, one("13a", pa.string()), one("13a", pa.string()), False, 4),
+        statstable.measurement_columns(n_rows, one("13a", pa.string()), one("13a", pa.string()),
+                                       Bleu(BleuConfig()).measurement()[statstable.METRIC_OPTIONS]),
         {"n_segments": pa.array(totals // 20), "n_rejected": one(0, pa.int64()),
          "n_reference_segments": pa.nulls(n_rows, pa.int64()), "min_refs": one(1, pa.int32()),
          "max_refs": one(1, pa.int32())},
