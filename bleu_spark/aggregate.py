@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -19,7 +19,7 @@ from .declaration import AGGREGATE
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 from .resampling import Resampling
 from .shown import shown
-from .tablenames import check_database_name, check_table_name
+from .tablenames import check_table_name
 
 ENGINES = settings.option("engine").choices
 
@@ -53,8 +53,7 @@ class AggregateOptions:
         if self.engine not in ENGINES:
             raise UsageError(f"unknown --engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
         self._check_catalog()
-        if self.group_by is not None and self.grouping_sets is not None:
-            raise UsageError("give --group-by or --grouping-sets, not both")
+        settings.check_grouping(self.group_by, self.grouping_sets)
         # Checked now, before any reading, as far as they can be without the statistics (each
         # metric checks its own); the pairing rules are score's (Resampling's).
         taken = {o.key for o in settings.declared() if AGGREGATE in o.commands}
@@ -72,8 +71,6 @@ class AggregateOptions:
         """Where the statistics come from and the result goes: Spark's catalog is Spark's."""
         if (self.stats is None) == (self.stats_table is None):
             raise UsageError("give --stats PATH or --stats-table DB.TABLE (one of them)")
-        if self.report and self.catalog and not self.output:
-            raise UsageError("--report needs --output DIR: the page is a file there")
         if self.engine == "local" and (self.stats_table or self.catalog):
             flag = "--stats-table" if self.stats_table else "--catalog"
             raise UsageError(f"{flag} reads or writes Spark's catalog: use --engine spark (or "
@@ -84,8 +81,13 @@ class AggregateOptions:
                 raise OutputError(f"--catalog {self.catalog} holds --stats-table {self.stats_table}: "
                                   f"the result would replace the statistics it reads; write it "
                                   f"to another database")
-        if self.catalog:
-            check_database_name(self.catalog)
+        settings.check_destination(self.output, self.catalog, self.report)
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> "AggregateOptions":
+        """An aggregate's options from its option values (`settings.converted`, those given):
+        each field the declared key it names, and the metrics' options given."""
+        return cls(**settings.fields_from(cls, values), choices=settings.metric_choices(values))
 
     @property
     def source(self) -> str:

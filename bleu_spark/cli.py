@@ -46,29 +46,6 @@ class _Parser(argparse.ArgumentParser):
         return parsed
 
 
-def _csv(text: str) -> List[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def parse_grouping_sets(value) -> Optional[tuple]:
-    """`"testset,langpair,system;langpair;()"` (or a YAML list of lists) -> tuples of columns;
-    `()` is the whole table as one group."""
-    if value is None:
-        return None
-    parts = value.split(";") if isinstance(value, str) else list(value)
-    sets = []
-    for part in parts:
-        if isinstance(part, str):
-            part = part.strip()
-            if not part:
-                continue
-            part = [] if part == "()" else _csv(part)
-        sets.append(tuple(part))
-    if not sets:
-        raise UsageError("--grouping-sets needs at least one set, e.g. 'langpair,system;langpair'")
-    return tuple(sets)
-
-
 def _add_options(parser, command: str) -> None:
     """The declared options a command takes, in their help groups."""
     groups = {}
@@ -160,89 +137,51 @@ def _unique_key_loader():
 
 
 def effective_settings(args: argparse.Namespace) -> dict:
+    """`score`'s option values: the declared defaults, the job file's, the flags given; each
+    converted by its kind, and the rules of the command line checked."""
     values = dict(DEFAULTS)
     if args.config:
         values.update(load_job_file(args.config))
     values.update({k: v for k, v in vars(args).items() if k in DEFAULTS and v is not None})
-    for key, option in settings.job_file_keys().items():
-        if option.kind in (declaration.COLUMNS, declaration.NUMBERS) and isinstance(values[key], str):
-            values[key] = _csv(values[key])
-    values["grouping_sets"] = parse_grouping_sets(values["grouping_sets"])
+    values = settings.converted(values)
     if not values["input"]:
         raise UsageError("--input is required (on the command line or in the job file)")
-    if not values["output"] and not values["catalog"]:
-        raise UsageError("--output DIR or --catalog DB is required (or both; on the command line "
-                         "or in the job file)")
-    for key in ("input", "references", "output"):
-        if isinstance(values[key], str):
-            store.check_uri(f"--{key}", values[key])
+    check_places(values, ("input", "references", "output"),
+                 " (or both; on the command line or in the job file)")
     return values
 
 
-def unused_option_warnings(values: dict) -> List[str]:
-    """A warning for each metric option set that changes no score (`settings`)."""
-    from .metrics import parse_names
+def given_settings(args: argparse.Namespace) -> dict:
+    """`aggregate`'s option values: the flags given, each converted by its kind, and the rules of
+    the command line checked."""
+    values = settings.converted({k: v for k, v in vars(args).items() if v is not None})
+    check_places(values, ("stats", "output"), " (or both)")
+    return values
 
-    measured = parse_names(values["metrics"])
-    return settings.unused_option_warnings(values, measured,
-                                           f"--metrics is {','.join(sorted(measured))}")
+
+def check_places(values: dict, paths, where: str) -> None:
+    """Both commands: somewhere to write, and each path a whole URI or a local path."""
+    if not values.get("output") and not values.get("catalog"):
+        raise UsageError(f"--output DIR or --catalog DB is required{where}")
+    for key in paths:
+        if isinstance(values.get(key), str):
+            store.check_uri(f"--{key}", values[key])
+
+
+# `score`'s warnings about metric options no metric of --metrics reads.
+unused_option_warnings = settings.metrics_asked_warnings
 
 
 def job_options(values: dict):
-    from .spark.job import JobOptions
+    from .spark.options import JobOptions
 
-    group_by = values["group_by"]
-    return JobOptions(
-        input=values["input"], output=values["output"], catalog=values["catalog"],
-        group_by=tuple(group_by) if group_by is not None else None,
-        candidate_col=values["candidate_col"], references_cols=tuple(values["references_col"]),
-        langpair_col=values["langpair_col"], references=values["references"],
-        join_on=tuple(values["join_on"] or ()), segment_key=tuple(values["segment_key"] or ()),
-        on_invalid=values["on_invalid"], progress_seconds=values["progress_seconds"],
-        colocate_references=values["colocate_references"], scan=values["scan"],
-        grouping_sets=values["grouping_sets"], partition_by=tuple(values["partition_by"] or ()),
-        report=bool(values["report"]), tokenize=values["tokenize"],
-        spm_model=values["spm_model"], resampling=resampling_options(values),
-        metrics=tuple(values["metrics"]), segments=bool(values["segments"]),
-        segments_columns=tuple(values["segments_columns"] or ()),
-        allow_empty_input=bool(values["allow_empty_input"]),
-        warnings=tuple(unused_option_warnings(values)),
-        metric_settings=tuple((key, values[key]) for key in settings.metric_options()))
-
-
-def resampling_options(values: dict):
-    from .resampling import Resampling
-
-    return Resampling(confidence=bool(values["confidence"]), method=values["bootstrap_method"],
-                      n_bootstrap=values["n_bootstrap"], seed=values["seed"],
-                      paired_bs=bool(values["paired_bs"]), paired_ar=bool(values["paired_ar"]),
-                      baseline=values["baseline"], n_ar_trials=values["n_ar_trials"],
-                      clusters=bool(values["clusters"]))
+    return JobOptions.from_values(values)
 
 
 def aggregate_options(args: argparse.Namespace):
     from .aggregate import AggregateOptions
 
-    if not args.output and not args.catalog:
-        raise UsageError("--output DIR or --catalog DB is required (or both)")
-    for flag, path in (("--stats", args.stats), ("--output", args.output)):
-        if path:
-            store.check_uri(flag, path)
-    # The metrics' options aggregate takes (docs/options.md): those given.
-    choices = tuple((o.key, _csv(v) if o.kind == declaration.NUMBERS else v)
-                    for o in settings.declared() if declaration.AGGREGATE in o.commands
-                    and o.key in settings.metric_options() and (v := getattr(args, o.key)) is not None)
-    group_by = tuple(_csv(args.group_by)) if args.group_by is not None else None
-    return AggregateOptions(stats=args.stats, stats_table=args.stats_table, output=args.output,
-                            catalog=args.catalog, group_by=group_by,
-                            grouping_sets=parse_grouping_sets(args.grouping_sets),
-                            where=args.where, report=bool(args.report), engine=args.engine,
-                            choices=choices,
-                            confidence=bool(args.confidence), paired_bs=bool(args.paired_bs),
-                            baseline=args.baseline, clusters=bool(args.clusters),
-                            progress_seconds=(settings.default("progress_seconds")
-                                              if args.progress_seconds is None
-                                              else args.progress_seconds))
+    return AggregateOptions.from_values(given_settings(args))
 
 
 def run_score(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import UsageError
 
@@ -100,6 +100,46 @@ KIND_CHECKS: Dict[str, Callable[[Any], bool]] = {
     NUMBERS: lambda v: isinstance(v, str) or (isinstance(v, list) and all(map(_is_number, v))),
     SETS: lambda v: isinstance(v, str) or (isinstance(v, list) and all(map(_is_columns, v))),
 }
+
+
+def split_list(text: str) -> List[str]:
+    """`"a, b,,c"` -> `["a", "b", "c"]`: a comma-separated value of the command line or job file."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def parse_grouping_sets(value) -> Optional[tuple]:
+    """`"testset,langpair,system;langpair;()"` (or a YAML list of lists) -> tuples of columns;
+    `()` is the whole table as one group."""
+    if value is None:
+        return None
+    parts = value.split(";") if isinstance(value, str) else list(value)
+    sets = []
+    for part in parts:
+        if isinstance(part, str):
+            part = part.strip()
+            if not part:
+                continue
+            part = [] if part == "()" else split_list(part)
+        sets.append(tuple(part))
+    if not sets:
+        raise UsageError("--grouping-sets needs at least one set, e.g. 'langpair,system;langpair'")
+    return tuple(sets)
+
+
+def _listed(value) -> tuple:
+    return tuple(split_list(value) if isinstance(value, str) else value)
+
+
+# A given value (a flag's text, a job file's YAML) as the options objects hold it: each kind's
+# conversion, done once for every command. Not given (None) stays None.
+CONVERSIONS: Dict[str, Callable[[Any], Any]] = {
+    BOOLEAN: bool, COLUMNS: _listed, NUMBERS: _listed, SETS: parse_grouping_sets,
+}
+
+
+def convert(kind: str, value):
+    """`value` of an option of `kind` as the options objects hold it (None: not given)."""
+    return value if value is None else CONVERSIONS.get(kind, lambda v: v)(value)
 
 
 def check_weights(weights: Optional[Sequence]) -> Optional[Tuple[float, ...]]:

@@ -12,14 +12,17 @@ The run's own options are declared here; each metric declares its options in its
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from typing import Any, Dict, Mapping, Sequence, Tuple
 
 from .declaration import (AGGREGATE, BOOLEAN, BOTH, BLEU_MEASUREMENT, COLUMNS, GROUPS, INT64_MAX,
                           INTEGER, METRICS, MORE_RESAMPLING, NUMBER, RESAMPLING, SCORE, SETS,
-                          SHOWING, STRING, Option)
-from .metrics import REGISTRY
+                          SHOWING, STRING, Option, convert)
+from .errors import UsageError
+from .metrics import REGISTRY, parse_names
+from .tablenames import check_database_name
 from .tokenizers import AUTO, TOKENIZERS
 
 
@@ -207,3 +210,55 @@ def config_record(choices: Mapping[str, Any]) -> dict:
     for metric in REGISTRY.values():
         record.update(metric.settings_record(values))
     return {**record, "spm_model": values["spm_model"]}
+
+
+def converted(values: Mapping[str, Any]) -> Dict[str, Any]:
+    """The run's option values (a flag's text, a job file's YAML) as the options objects hold
+    them: each declared key's value converted once, by its kind (`declaration.convert`)."""
+    kinds = {o.key: o.kind for o in declared()}
+    return {key: convert(kinds[key], value) if key in kinds else value
+            for key, value in values.items()}
+
+
+def field_option(key: str, default: Any) -> Any:
+    """A field of an options object holding the declared option `key` under another name
+    (`references_cols` holds `references_col`)."""
+    return dataclasses.field(default=default, metadata={"option": key})
+
+
+def fields_from(options_class, values: Mapping[str, Any]) -> Dict[str, Any]:
+    """The keywords of an options object (`JobOptions`, `AggregateOptions`, `Resampling`) from
+    the run's converted option values: each field takes the declared key it names (its own name,
+    or `field_option`'s), a value not given (None) leaving the field's default."""
+    keys = {o.key for o in declared()}
+    chosen = {}
+    for field in dataclasses.fields(options_class):
+        key = field.metadata.get("option", field.name)
+        if field.init and key in keys and values.get(key) is not None:
+            chosen[field.name] = values[key]
+    return chosen
+
+
+def metric_choices(values: Mapping[str, Any]) -> Tuple[Tuple[str, Any], ...]:
+    """The metrics' options the values hold, as (key, value) pairs in registry order."""
+    return tuple((key, values[key]) for key in metric_options() if key in values)
+
+
+def metrics_asked_warnings(values: Mapping[str, Any]) -> list:
+    """`score`: a warning for each metric option set that no metric of `--metrics` reads."""
+    measured = parse_names(values["metrics"])
+    return unused_option_warnings(values, measured, f"--metrics is {','.join(sorted(measured))}")
+
+
+def check_grouping(group_by, grouping_sets) -> None:
+    """Both commands: one way of naming the groups."""
+    if group_by is not None and grouping_sets is not None:
+        raise UsageError("give --group-by or --grouping-sets, not both")
+
+
+def check_destination(output, catalog, report: bool) -> None:
+    """Both commands: the catalog database's name, and the report's place (a file in DIR)."""
+    if report and catalog and not output:
+        raise UsageError("--report needs --output DIR: the page is a file there")
+    if catalog:
+        check_database_name(catalog)

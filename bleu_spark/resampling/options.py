@@ -43,7 +43,7 @@ def with_bootstrap_fields(signature: str, fields: str) -> str:
 class Resampling:
     """Confidence intervals and paired tests asked for, as the job's options."""
     confidence: bool = False
-    method: str = settings.default("bootstrap_method")
+    method: str = settings.field_option("bootstrap_method", settings.default("bootstrap_method"))
     n_bootstrap: int = DEFAULT_BOOTSTRAP_SAMPLES
     seed: int = DEFAULT_SEED
     paired_bs: bool = False

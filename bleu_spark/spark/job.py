@@ -16,7 +16,6 @@ from .. import compiled, notices, scoring, segments, settings, statstable, store
 from ..languages import tokenizer_warnings, tokenizers_by_pair
 from ..errors import EmptyInputError, UsageError
 from ..resampling import POISSON, SACREBLEU, Resampling
-from ..tablenames import check_database_name
 from . import drilldown, inputs, io, runtime
 from .failures import lost_worker_failure, memory_failure
 from .files import write_frame
@@ -81,8 +80,6 @@ def preflight(options: JobOptions) -> None:
         refs = io.local_schema(options.references, what="references")
         if refs is not None:
             io.check_columns(refs, inputs.references_table_rules(options, refs), table="references")
-    if options.catalog:
-        check_database_name(options.catalog)
     if options.output:
         io.check_output_outside_input(options.input, options.output)
         if options.references:

@@ -4,7 +4,7 @@ the module that sequences the others."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 from .. import settings, store
 from ..errors import UsageError
@@ -27,7 +27,8 @@ class JobOptions:
     partition_by: Tuple[str, ...] = ()              # Hive partitions of the output, e.g. run_date
     report: bool = False                            # also write DIR/report.html
     candidate_col: str = settings.default("candidate_col")
-    references_cols: Tuple[str, ...] = tuple(settings.default("references_col"))  # an array, or strings
+    references_cols: Tuple[str, ...] = settings.field_option(  # an array, or strings
+        "references_col", tuple(settings.default("references_col")))
     langpair_col: str = settings.default("langpair_col")
     references: Optional[str] = None                    # a separate references table
     join_on: Tuple[str, ...] = ()
@@ -69,16 +70,24 @@ class JobOptions:
         settings.check("--progress-seconds", self.progress_seconds)
         if not self.references_cols:
             raise UsageError("--references-col needs at least one column")
-        if self.group_by is not None and self.grouping_sets is not None:
-            raise UsageError("give --group-by or --grouping-sets, not both")
+        settings.check_grouping(self.group_by, self.grouping_sets)
         inputs.check_reference_options(self)
         store.check_partition_names(self.partition_by)
         if self.segments_columns and not self.segments:
             raise UsageError("--segments-columns is only used with --segments")
         if self.segments and not self.output:
             raise UsageError("--segments needs --output DIR: the segments table is written there")
-        if self.report and self.catalog and not self.output:
-            raise UsageError("--report needs --output DIR: the page is a file there")
+        settings.check_destination(self.output, self.catalog, self.report)
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> "JobOptions":
+        """A score run's options from its option values (`settings.converted`): each field the
+        declared key it names, the resampling's likewise, every metric's options, and a warning
+        for each of those no metric of `--metrics` reads."""
+        return cls(**settings.fields_from(cls, values),
+                   resampling=Resampling(**settings.fields_from(Resampling, values)),
+                   metric_settings=settings.metric_choices(values),
+                   warnings=tuple(settings.metrics_asked_warnings(values)))
 
     @property
     def choices(self) -> dict:
