@@ -8,6 +8,12 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "samples", "wmt22_sample.parquet")
+# The tests are laid out by layer, a folder each (metrics, text, stats, resampling, scoring,
+# store, spark, cli, report); a test takes helpers from another's module (`from test_views import
+# save`), so every folder is on the path whichever tests are collected.
+TESTS = os.path.dirname(os.path.abspath(__file__))
+sys.path[1:1] = [os.path.join(TESTS, d) for d in sorted(os.listdir(TESTS))
+                 if os.path.isdir(os.path.join(TESTS, d)) and not d.startswith((".", "_"))]
 
 # The compiled loops check every index in the tests (past an array's end is an IndexError,
 # not a read of other memory), cached apart from the unchecked code. Set before numba loads.

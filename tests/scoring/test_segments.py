@@ -196,7 +196,7 @@ def test_segments_options_are_checked_before_any_work(tmp_path):
         preflight(JobOptions(input=path, output=str(tmp_path / "o"), segments=True))
 
 
-DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "segments.md")
+DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "segments.md")
 
 
 def segments_sql(title: str) -> str:

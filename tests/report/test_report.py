@@ -15,7 +15,7 @@ from bleu_spark import bleu_of_rows
 from bleu_spark.metrics import REGISTRY
 from bleu_spark.report import TOP, interpretation, render_report
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCREENSHOT = os.path.join(ROOT, "scripts", "report_screenshot.py")
 SAMPLE = os.path.join(ROOT, "samples", "wmt22_sample.parquet")
 LANGPAIRS = ["cs-en", "de-en", "en-de"]

@@ -182,7 +182,7 @@ def day_rows(date, batch=None, rows=4, null_candidate=False):
 
 
 def score(spark, tmp_path, table, name, out, *args):
-    from test_hostile import score_in_process
+    from hostile_common import score_in_process
 
     path = str(tmp_path / f"{name}.parquet")
     pq.write_table(table, path)
