@@ -20,8 +20,15 @@ import importlib
 import os
 import sys
 
-KERNEL_MODULES = ("bleu_spark.metrics.bleu.stats", "bleu_spark.tokenizers", "bleu_spark.hashes",
-                  "bleu_spark.metrics.chrf_kernel", "bleu_spark.metrics.ter_kernel")
+# The kernels of the text layer and the bootstrap's hash; each metric names its own.
+SHARED_KERNEL_MODULES = ("bleu_spark.tokenizers", "bleu_spark.hashes")
+
+
+def kernel_modules() -> tuple:
+    from .metrics import REGISTRY
+
+    return SHARED_KERNEL_MODULES + tuple(dict.fromkeys(m for metric in REGISTRY.values()
+                                                       for m in metric.kernel_modules))
 
 _CANDIDATES = ["The cat sat on the mat.", "", "Guten Morgen!  Wie geht's?\u00a0Gut.",
                "今日は良い天気です。", "a b a b a b c", "Ölçü — «test» 42,5 %"]
@@ -62,10 +69,10 @@ def dispatchers():
     """Every compiled kernel of the package: (module.name, numba dispatcher)."""
     from . import compiled
 
-    for name in KERNEL_MODULES:
+    for name in kernel_modules():
         importlib.import_module(name)
     compiled.bind_all()  # the stand-ins become dispatchers
-    for name in KERNEL_MODULES:
+    for name in kernel_modules():
         module = importlib.import_module(name)
         for attr, value in vars(module).items():
             if (hasattr(value, "signatures") and hasattr(value, "py_func")

@@ -14,7 +14,7 @@ REGISTRY: Dict[str, Type[Metric]] = {m.name: m for m in (Bleu, Chrf, ChrfPlusPlu
 DEFAULT = ("bleu",)
 
 __all__ = ["Choices", "Metric", "StatColumn", "REGISTRY", "DEFAULT", "get", "parse_names", "configured",
-           "of_row", "is_stat_column", "stat_column", "stat_order", "checked_choices"]
+           "of_row", "is_stat_column", "column_comment", "stat_column", "stat_order", "checked_choices"]
 
 
 def get(name: str) -> Type[Metric]:
@@ -53,6 +53,11 @@ def of_row(row: Mapping[str, Any], choices: Any) -> Metric:
 
 def is_stat_column(name: str) -> bool:
     return any(m.owns_column(name) for m in REGISTRY.values())
+
+
+def column_comment(name: str) -> str:
+    """What a statistic column holds, said by the metric owning it."""
+    return next(m.column_comment(name) for m in REGISTRY.values() if m.owns_column(name))
 
 
 def stat_column(name: str) -> StatColumn:

@@ -124,6 +124,8 @@ class Metric(ABC):
     # sees text without spaces tokenized as if it had them (`languages.spaceless_warning`).
     reference_tokens: ClassVar[Optional[str]] = None
     bands: ClassVar[Tuple[Band, ...]] = ()   # interpretation bands, highest first; () for none
+    # The modules of the compiled kernels its statistics run, built into the wheel (build_kernels.py).
+    kernel_modules: ClassVar[Tuple[str, ...]] = ()
     # Where the bands come from, as (text, address): a reader weighs a band by its source.
     bands_source: ClassVar[Tuple[str, str]] = ("", "")
     # The fields `result` gives (each a score row's field), with their Arrow types.
@@ -178,6 +180,11 @@ class Metric(ABC):
     def column_order(cls, name: str) -> tuple:
         """Where a statistic column of this metric goes among its others."""
         return (name,)
+
+    @classmethod
+    def column_comment(cls, name: str) -> str:
+        """What one of its statistic columns holds, for people (the catalog's column comments)."""
+        return f"{cls.title}: a summed statistic"
 
     @abstractmethod
     def columns(self) -> List[StatColumn]:

@@ -76,6 +76,7 @@ class Chrf(Metric):
                     "signature": pa.string(), "verbose": pa.string()}
     column_prefixes = (PREFIX,)
     options_declared = OPTIONS
+    kernel_modules = ("bleu_spark.metrics.chrf_kernel",)
 
     def __init__(self, options: ChrfOptions, version: Optional[str] = None):
         self.options = checked(options)
@@ -96,6 +97,10 @@ class Chrf(Metric):
     def column_order(cls, name: str) -> tuple:
         kind, order, part = _COLUMN.match(name).groups()
         return (kind == "w", int(order), _PARTS.index(part))
+
+    @classmethod
+    def column_comment(cls, name: str) -> str:
+        return "chrF: summed n-grams of this character (c) or word (w) order"
 
     def columns(self) -> List[StatColumn]:
         orders = [("c", n) for n in range(1, self.options.char_order + 1)]

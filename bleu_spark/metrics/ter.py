@@ -58,6 +58,7 @@ class Ter(Metric):
                     "verbose": pa.string()}
     column_prefixes = (PREFIX,)
     options_declared = OPTIONS
+    kernel_modules = ("bleu_spark.metrics.ter_kernel",)
 
     def __init__(self, options: TerOptions = TerOptions(), version: Optional[str] = None):
         for option in OPTIONS:
@@ -78,6 +79,11 @@ class Ter(Metric):
     @classmethod
     def column_order(cls, name: str) -> tuple:
         return (COLUMNS.index(name),)
+
+    @classmethod
+    def column_comment(cls, name: str) -> str:
+        return {"ter_edits": "TER: summed edits",
+                "ter_ref_len_scaled": "TER: summed mean reference lengths times 2520"}[name]
 
     def columns(self) -> List[StatColumn]:
         return [self.stat_column(name) for name in COLUMNS]

@@ -16,7 +16,6 @@ partition values only as parameters; everything else in the SQL is the job's own
 """
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 from typing import Dict, List, Optional, Sequence
 
@@ -46,9 +45,8 @@ TABLES = {
 }
 COLUMNS = {
     "grouping": "the grouping set of the row: its columns sorted, without the partition columns",
-    "metric": "bleu, chrf, chrf++ or ter",
+    "metric": "the metric: " + ", ".join(metrics.REGISTRY),
     "score": "the corpus score of the group under the metric, 0-100",
-    "sys_len": "BLEU: summed candidate tokens", "ref_len": "BLEU: summed closest reference lengths",
     "n_segments": "segments scored", "n_rejected": "rows rejected, with a reason",
     "n_reference_segments": "segments in the group's reference set (null without segment keys)",
     "coverage": "n_segments / n_reference_segments",
@@ -58,13 +56,7 @@ COLUMNS = {
     "rank": "rank within the comparison group (--clusters)", "cluster": "significance cluster",
     "run_id": "the run that wrote the row", "run_time": "when that run started (UTC)",
     "reason": "why the row could not be scored (docs/input.md reason codes)",
-    "ter_edits": "TER: summed edits",
-    "ter_ref_len_scaled": "TER: summed mean reference lengths times 2520",
 }
-PATTERNS = ((re.compile(r"correct_\d+\Z"), "BLEU: summed clipped n-gram matches of this order"),
-            (re.compile(r"total_\d+\Z"), "BLEU: summed candidate n-grams of this order"),
-            (re.compile(r"chrf_[cw]\d+_(hyp|ref|match)\Z"),
-             "chrF: summed n-grams of this character (c) or word (w) order"))
 # Set for one write only: each run replaces exactly the partitions it writes.
 DYNAMIC = {"spark.sql.sources.partitionOverwriteMode": "dynamic"}
 # These let a Hive-format table (where a platform creates those by default) take its partitions
@@ -108,10 +100,7 @@ def column_comment(name: str, partition_by: Sequence[str]) -> str:
         return "partition column, from the input"
     if name in COLUMNS:
         return COLUMNS[name]
-    for pattern, comment in PATTERNS:
-        if pattern.match(name):
-            return comment
-    return "measurement or score field" if metrics.is_stat_column(name) else "from the run"
+    return metrics.column_comment(name) if metrics.is_stat_column(name) else "from the run"
 
 
 class CatalogSink:

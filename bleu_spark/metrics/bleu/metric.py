@@ -215,6 +215,9 @@ BANDS = (
 OPTIONS_TEXT = OptionsText("BLEU", (("case", "lowercase", "lc"), ("order", "max_ngram_order", "int")))
 _COLUMN = re.compile(r"(sys_len|ref_len|correct_(\d+)|total_(\d+))$")
 _KIND = {"sys_len": 0, "ref_len": 1, "correct": 2, "total": 3}
+_COMMENTS = {"sys_len": "BLEU: summed candidate tokens", "ref_len": "BLEU: summed closest reference lengths",
+             "correct": "BLEU: summed clipped n-gram matches of this order",
+             "total": "BLEU: summed candidate n-grams of this order"}
 
 
 def _options(choices) -> BleuConfig:
@@ -244,6 +247,7 @@ class Bleu(Metric):
                     "signature": pa.string(), "verbose": pa.string()}
     column_prefixes = ("correct_", "total_")
     options_declared = OPTIONS
+    kernel_modules = ("bleu_spark.metrics.bleu.stats",)
 
     def __init__(self, config: BleuConfig, tokenizer_signature: Optional[str] = None,
                  version: Optional[str] = None):
@@ -291,6 +295,10 @@ class Bleu(Metric):
     def column_order(cls, name: str) -> tuple:
         kind, _, order = name.partition("_")
         return (_KIND.get(kind, _KIND.get(name, 0)), int(order) if order.isdigit() else 0)
+
+    @classmethod
+    def column_comment(cls, name: str) -> str:
+        return _COMMENTS[name.partition("_")[0] if name[-1].isdigit() else name]
 
     def columns(self) -> List[StatColumn]:
         return [self.stat_column(n) for n in stats_names(self.config.max_ngram_order)]
