@@ -167,8 +167,8 @@ def require_spm_model(tokenizer: str, spm_model: Optional[str]) -> str:
 
 @functools.lru_cache(maxsize=16)
 def _load_model(tokenizer: str, path: str, mtime_ns: int) -> None:
-    """Loads a model once a process: the options objects that check it (BLEU's, the run's text
-    settings, copies made with `dataclasses.replace`) would each load it again."""
+    """Loads a model once a process: each text settings object that checks it (copies made with
+    `dataclasses.replace` too) would load it again."""
     build_tokenizer(tokenizer, path)
 
 

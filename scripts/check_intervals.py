@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.significance import PairedTest, _bootstrap_resample
 
-from bleu_spark.metrics.bleu import BleuConfig
+from bleu_spark.languages import TextSettings
 from bleu_spark.resampling import percentile_bounds
 from bleu_spark.oracle import reference_streams
 
@@ -54,7 +54,7 @@ def sacrebleu_results(input_path: str, baseline: str):
         by_pair[row["langpair"]][row["system"]].append(row)
     bounds, p_values = {}, {}
     for langpair, systems in sorted(by_pair.items()):
-        metric = BLEU(tokenize=BleuConfig().tokenizer_for(langpair))
+        metric = BLEU(tokenize=TextSettings().tokenizer_for(langpair))
         streams = reference_streams([r["references"] for r in systems[baseline]])
         for system, group in systems.items():
             stats = metric._extract_corpus_statistics([r["candidate"] for r in group], streams)

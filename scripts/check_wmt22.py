@@ -31,7 +31,7 @@ from functools import partial
 
 import pyarrow.parquet as pq
 
-from bleu_spark.metrics.bleu import BleuConfig
+from bleu_spark.languages import TextSettings
 from bleu_spark.metrics import stat_order
 from bleu_spark.oracle import reference_streams, sacrebleu_sums
 
@@ -67,7 +67,7 @@ def _sacrebleu_metric(name: str, langpair: str):
     from sacrebleu.metrics import BLEU, CHRF, TER
 
     if name == "bleu":  # the job's defaults: its tokenizer by target language, as `-l` picks it
-        return BLEU(tokenize=BleuConfig().tokenizer_for(langpair))
+        return BLEU(tokenize=TextSettings().tokenizer_for(langpair))
     return {"chrf": CHRF(), "chrf++": CHRF(word_order=2), "ter": TER()}[name]
 
 
@@ -85,7 +85,7 @@ def sacrebleu_sentences(metric: str, langpair: str, theirs, hyps, refs, stats) -
     if metric == "ter":  # TER.sentence_score: these steps on the one segment's statistics
         return [theirs._aggregate_and_compute([row]).score for row in stats]
     if metric == "bleu":
-        theirs = BLEU(tokenize=BleuConfig().tokenizer_for(langpair), effective_order=True)
+        theirs = BLEU(tokenize=TextSettings().tokenizer_for(langpair), effective_order=True)
     return [theirs.sentence_score(h, [r for r in rs if r is not None]).score for h, rs in zip(hyps, refs)]
 
 

@@ -96,6 +96,7 @@ def add_sample_clusters(scores: List[dict], path: str = SAMPLE, n_bootstrap: int
     import pyarrow as pa
 
     from bleu_spark import metrics
+    from bleu_spark.languages import TextSettings
     from bleu_spark.metrics.bleu import BleuConfig
     from bleu_spark.resampling import clusters, sacrebleu_resample_scores
     from bleu_spark.tokenizers import LineTokenizer
@@ -105,7 +106,7 @@ def add_sample_clusters(scores: List[dict], path: str = SAMPLE, n_bootstrap: int
     for row in scores:
         rows = groups[row["langpair"], row["system"]]
         metric = metrics.configured([row.get("metric", "bleu")], {}, BleuConfig())[0]
-        tokenize = BleuConfig().tokenizer_for(row["langpair"])
+        tokenize = TextSettings().tokenizer_for(row["langpair"])
         references = [[ref for ref in r["references"] if ref is not None] for r in rows]
         stats = metric.segment_statistics(
             pa.array([r["candidate"] for r in rows], pa.string()),

@@ -57,8 +57,8 @@ def test_job_file_values_and_flag_overrides(tmp_path):
                    "group-by: system\n")
     args = build_parser().parse_args(["score", "--config", str(job), "--tokenize", "char"])
     options = job_options(effective_settings(args))
-    assert options.tokenize == "char"
-    assert options.measured[0].config == BleuConfig(tokenize="char", weights=(0.4, 0.3, 0.2, 0.1))
+    assert options.tokenize == options.text.tokenize == "char"
+    assert options.measured[0].config == BleuConfig(weights=(0.4, 0.3, 0.2, 0.1))
     assert (options.input, options.output, options.group_by) == ("in.parquet", "out", ("system",))
 
 

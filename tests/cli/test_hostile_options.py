@@ -195,9 +195,9 @@ def test_a_file_that_is_not_a_sentencepiece_model_is_exit_6_before_spark(tmp_pat
 
 
 def test_a_real_sentencepiece_model_still_loads(spm_model):
-    from bleu_spark.metrics.bleu import BleuConfig
+    from bleu_spark.languages import TextSettings
 
-    assert BleuConfig(tokenize="flores200", spm_model=spm_model).spm_model == spm_model
+    assert TextSettings(tokenize="flores200", spm_model=spm_model).spm_model == spm_model
 
 
 # --- output field names never collide with the input's columns ---------------------------------------

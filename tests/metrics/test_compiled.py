@@ -18,6 +18,7 @@ from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 from sacrebleu.metrics.ter import TER
 from bleu_spark import build_kernels, compiled, metrics
+from bleu_spark.languages import TextSettings
 from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.oracle import reference_streams
 from bleu_spark.tokenizers import LineTokenizer
@@ -33,7 +34,7 @@ for langpair, rows in sorted(groups.items()):
     hyps, refs = [r["candidate"] for r in rows], [r["references"] for r in rows]
     candidates = pa.array(hyps, pa.string())
     references = pa.array(refs, pa.list_(pa.string()))
-    tokenize = config.tokenizer_for(langpair)
+    tokenize = TextSettings().tokenizer_for(langpair)
     ours = {}
     for metric in metrics.configured(["bleu", "chrf", "chrf++", "ter"], {}, config):
         tokenizer = LineTokenizer(tokenize, False, None) if metric.uses_tokenizer else None

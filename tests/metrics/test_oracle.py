@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bleu_spark import bleu_of_rows
+from bleu_spark.languages import TextSettings
 from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.tokenizers import SPM_TOKENIZERS, TOKENIZERS
 from bleu_spark.metrics.bleu.oracle import sacrebleu_score
@@ -25,9 +26,10 @@ segment = st.tuples(sentence, st.lists(reference, min_size=1, max_size=4)).filte
     lambda seg: any(r is not None for r in seg[1]))
 corpus = st.lists(segment, min_size=1, max_size=12)
 
+text_settings = st.builds(TextSettings, tokenize=st.sampled_from([t for t in TOKENIZERS
+                                                                   if t not in SPM_TOKENIZERS]))
 config = st.builds(
     BleuConfig,
-    tokenize=st.sampled_from([t for t in TOKENIZERS if t not in SPM_TOKENIZERS]),
     lowercase=st.booleans(),
     smooth_method=st.sampled_from(["exp", "floor", "add-k", "none"]),
     smooth_value=st.one_of(st.none(), st.sampled_from([0.0, 0.01, 0.5, 1, 2.5])),
@@ -35,24 +37,24 @@ config = st.builds(
     effective_order=st.booleans())
 
 
-def check(segments, cfg, langpair=None):
+def check(segments, cfg, langpair=None, text=TextSettings()):
     candidates = [c for c, _ in segments]
     references = [r for _, r in segments]
-    assert_matches_sacrebleu(bleu_of_rows(candidates, references, langpair=langpair, config=cfg),
-                             sacrebleu_score(candidates, references, cfg, langpair=langpair))
+    ours = bleu_of_rows(candidates, references, langpair=langpair, config=cfg, text=text)
+    assert_matches_sacrebleu(ours, sacrebleu_score(candidates, references, cfg, langpair, text))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(corpus, config)
-def test_generated_corpora_match_sacrebleu(segments, cfg):
-    check(segments, cfg)
+@given(corpus, config, text_settings)
+def test_generated_corpora_match_sacrebleu(segments, cfg, text):
+    check(segments, cfg, text=text)
 
 
 @pytest.mark.parametrize("name", SPM_TOKENIZERS)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(segments=corpus, smooth=st.sampled_from(["exp", "floor", "add-k", "none"]))
 def test_sentencepiece_tokenizers_match_sacrebleu(spm_model, name, segments, smooth):
-    check(segments, BleuConfig(tokenize=name, smooth_method=smooth, spm_model=spm_model))
+    check(segments, BleuConfig(smooth_method=smooth), text=TextSettings(name, spm_model))
 
 
 @pytest.mark.parametrize("langpair,tokenizer", [("en-zh", "zh"), ("en-ja", "ja-mecab"),
@@ -66,19 +68,21 @@ def test_auto_tokenizer_follows_target_language(langpair, tokenizer):
     check(segments, BleuConfig(), langpair=langpair)
 
 
-@pytest.mark.parametrize("cfg", [BleuConfig(), BleuConfig(lowercase=True, smooth_method="add-k"),
-                                 BleuConfig(tokenize="char", max_ngram_order=6)])
-def test_segments_of_ten_thousand_tokens(cfg):
+@pytest.mark.parametrize("cfg,text", [(BleuConfig(), TextSettings()),
+                                      (BleuConfig(lowercase=True, smooth_method="add-k"), TextSettings()),
+                                      (BleuConfig(max_ngram_order=6), TextSettings("char"))])
+def test_segments_of_ten_thousand_tokens(cfg, text):
     long_ref = " ".join(WORDS[i % len(WORDS)] for i in range(12000))
     long_hyp = " ".join(WORDS[(i * 7) % len(WORDS)] for i in range(10500))
-    check([(long_hyp, [long_ref, None]), ("", [""]), (long_ref, [long_hyp])], cfg)
+    check([(long_hyp, [long_ref, None]), ("", [""]), (long_ref, [long_hyp])], cfg, text=text)
 
 
 @pytest.mark.parametrize("text", ["\ufeffThe cat sat.", "The\u00a0cat\u3000sat\u2028on\u001cthe mat",
                                   "the\tcat  sat ", "zero\u200bwidth space", ""])
 def test_unicode_whitespace_bom_tabs_and_empty(text):
-    for cfg in (BleuConfig(tokenize="13a"), BleuConfig(tokenize="none"), BleuConfig(tokenize="intl")):
-        check([(text, [text.replace("\u00a0", " "), "The cat sat on the mat"])], cfg)
+    for tokenize in ("13a", "none", "intl"):
+        check([(text, [text.replace("\u00a0", " "), "The cat sat on the mat"])], BleuConfig(),
+              text=TextSettings(tokenize))
 
 
 def test_every_group_of_the_real_sample_matches_sacrebleu():

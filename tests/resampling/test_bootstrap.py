@@ -20,6 +20,7 @@ from bleu_spark.resampling import (MAX_SACREBLEU_SEGMENTS, ar_swaps, bootstrap_s
                                    poisson_weights, replicate_sums, sacrebleu_interval,
                                    sacrebleu_paired_ar, sacrebleu_paired_bs, scores_of_sums,
                                    with_bootstrap_fields)
+from bleu_spark.languages import TextSettings
 from bleu_spark.metrics.bleu import Bleu, BleuConfig
 from bleu_spark.errors import UsageError
 from bleu_spark.oracle import reference_streams
@@ -205,7 +206,7 @@ def sample_systems(langpair):
 @pytest.mark.parametrize("langpair", ["en-de", "zh-en"])
 def test_sample_every_system_replays_sacrebleu(langpair, monkeypatch):
     config = BleuConfig()
-    tokenize = config.tokenizer_for(langpair)
+    tokenize = TextSettings().tokenizer_for(langpair)
     systems = sample_systems(langpair)
     names = sorted(systems)
     references = [row["references"] for row in systems[names[0]]]

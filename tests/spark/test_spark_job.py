@@ -8,6 +8,7 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
+from bleu_spark.languages import TextSettings
 from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.languages import TextSettings
 from bleu_spark.errors import (ColumnTypeError, InputNotFoundError, InvalidRowsError,
@@ -24,12 +25,12 @@ from matching import assert_matches_sacrebleu
 pytestmark = pytest.mark.spark
 
 
-def oracle_by_group(rows, config=BleuConfig(), keys=("langpair", "system")):
+def oracle_by_group(rows, config=BleuConfig(), keys=("langpair", "system"), text=TextSettings()):
     groups = defaultdict(list)
     for row in rows:
         groups[tuple(row[k] for k in keys)].append(row)
     return {key: sacrebleu_score([r["candidate"] for r in g], [r["references"] for r in g],
-                                 config, langpair=g[0].get("langpair"))
+                                 config, langpair=g[0].get("langpair"), text=text)
             for key, g in groups.items()}
 
 
@@ -56,22 +57,23 @@ def test_job_equals_sacrebleu_on_every_group_of_the_sample(spark, tmp_path):
     assert run["versions"]["sacrebleu"] == "2.6.0" and run["versions"]["java"]
 
 
-@pytest.mark.parametrize("cfg", [BleuConfig(tokenize="13a", lowercase=True, smooth_method="floor"),
-                                 BleuConfig(tokenize="intl", max_ngram_order=2, effective_order=True),
-                                 BleuConfig(tokenize="char", smooth_method="add-k", smooth_value=2)])
-def test_options_reach_the_executors(sample, cfg):
+@pytest.mark.parametrize("cfg,tokenize", [(BleuConfig(lowercase=True, smooth_method="floor"), "13a"),
+                                          (BleuConfig(max_ngram_order=2, effective_order=True), "intl"),
+                                          (BleuConfig(smooth_method="add-k", smooth_value=2), "char")])
+def test_options_reach_the_executors(sample, cfg, tokenize):
     small = sample.where("seg_id < 40 and langpair in ('de-en', 'en-zh')")
-    scores = score_dataframe(small, **asdict(cfg))
-    oracle = oracle_by_group([r.asDict(recursive=True) for r in small.collect()], cfg)
+    scores = score_dataframe(small, **asdict(cfg), tokenize=tokenize)
+    oracle = oracle_by_group([r.asDict(recursive=True) for r in small.collect()], cfg,
+                             text=TextSettings(tokenize))
     for row in scores:
         assert_matches_sacrebleu(row, oracle[row["langpair"], row["system"]])
 
 
 def test_sentencepiece_model_is_shipped_to_executors(sample, spm_model):
     small = sample.where("seg_id < 30 and langpair = 'de-en'")
-    cfg = BleuConfig(tokenize="flores200", spm_model=spm_model)
-    oracle = oracle_by_group([r.asDict(recursive=True) for r in small.collect()], cfg)
-    for row in score_dataframe(small, **asdict(cfg)):
+    text = TextSettings(tokenize="flores200", spm_model=spm_model)
+    oracle = oracle_by_group([r.asDict(recursive=True) for r in small.collect()], text=text)
+    for row in score_dataframe(small, tokenize=text.tokenize, spm_model=text.spm_model):
         assert_matches_sacrebleu(row, oracle[row["langpair"], row["system"]])
 
 
@@ -97,11 +99,11 @@ def test_any_grouping_and_a_single_corpus(sample):
     small = sample.where("seg_id < 20 and langpair in ('de-en', 'cs-en')")
     rows = [r.asDict(recursive=True) for r in small.collect()]
     by_system = score_dataframe(small, group_by=["system"], tokenize="13a")
-    oracle = oracle_by_group(rows, BleuConfig(tokenize="13a"), keys=("system",))
+    oracle = oracle_by_group(rows, keys=("system",), text=TextSettings("13a"))
     for row in by_system:
         assert_matches_sacrebleu(row, oracle[(row["system"],)])
     (whole,) = score_dataframe(small, group_by=[], tokenize="13a")
-    assert_matches_sacrebleu(whole, oracle_by_group(rows, BleuConfig(tokenize="13a"), keys=())[()])
+    assert_matches_sacrebleu(whole, oracle_by_group(rows, keys=(), text=TextSettings("13a"))[()])
 
 
 def test_auto_tokenizer_refuses_only_groups_that_mix_tokenizers(sample):

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bleu_spark import statstable, store
+from bleu_spark.languages import TextSettings
 from bleu_spark.metrics.bleu import BleuConfig
 from bleu_spark.errors import OutputError, UsageError
 from bleu_spark.scoring import check_group_names
@@ -64,7 +65,7 @@ def test_aggregate_sums_rows_and_equals_sacrebleu_on_their_segments(tmp_path):
     candidates = [c for p in parts for c in p[1]]
     references = [r for p in parts for r in p[2]]
     assert_matches_sacrebleu(row, sacrebleu_score(candidates, references,
-                                                  BleuConfig(tokenize="13a", smooth_method="floor")))
+                                                  BleuConfig(smooth_method="floor"), text=TextSettings("13a")))
     assert "JavaGateway" not in result.stderr and "SparkContext" not in result.stderr
 
 

@@ -9,8 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from sacrebleu.metrics import BLEU
 
-from bleu_spark.metrics.bleu import BleuConfig
-from bleu_spark.languages import knows_target, target_language
+from bleu_spark.languages import TextSettings, knows_target, target_language
 from bleu_spark.spark.job import JobOptions, run_job
 from conftest import SAMPLE
 
@@ -45,7 +44,7 @@ SPELLINGS = [
 def test_each_spelling_picks_the_tokenizer_of_the_language_it_names(pair, target):
     # sacrebleu's own choice for the language the spelling names
     expected = BLEU._TOKENIZER_MAP.get(target, BLEU.TOKENIZER_DEFAULT)
-    assert BleuConfig().tokenizer_for(pair) == expected
+    assert TextSettings().tokenizer_for(pair) == expected
     assert knows_target(pair) == (target is not None and target not in ("eng", "cn")), pair
     if target in ("ja", "zh", "ko", "de", "en", "kr", "pt", "es"):
         assert target_language(pair) == target

@@ -21,7 +21,7 @@ import pyarrow as pa
 from ...declaration import check_weights
 from ...errors import UsageError
 from ..base import Metric, OptionsText, StatColumn, nrefs_label
-from .options import AUTO, OPTIONS, BleuConfig
+from .options import OPTIONS, BleuConfig
 from .signature import bleu_fields
 from .stats import segment_statistics, stats_names
 
@@ -280,8 +280,7 @@ class Bleu(Metric):
 
     @classmethod
     def settings_record(cls, choices: Mapping[str, Any]) -> dict:
-        record = dataclasses.asdict(_options(choices))
-        return {k: v for k, v in record.items() if k not in ("tokenize", "spm_model")}
+        return dataclasses.asdict(_options(choices))
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], choices: Any = None) -> "Bleu":
@@ -315,8 +314,7 @@ class Bleu(Metric):
 
     @classmethod
     def from_measurement(cls, row: Mapping[str, Any], choices: Any = None) -> "Bleu":
-        measured = dataclasses.replace(_options(choices), tokenize=AUTO, spm_model=None,
-                                       **OPTIONS_TEXT.values(row["metric_options"]))
+        measured = dataclasses.replace(_options(choices), **OPTIONS_TEXT.values(row["metric_options"]))
         return cls(measured, row.get("tokenizer_signature"), row.get("sacrebleu_version"))
 
     def score(self, sums: Sequence) -> float:

@@ -1,5 +1,6 @@
 """BLEU's options, with sacrebleu 2.6's defaults, declared once (`OPTIONS`), and `BleuConfig`:
-them with the run's text settings it reads, validated once."""
+them, validated once. How the text is tokenized is the run's text settings
+(`languages.TextSettings`), not BLEU's."""
 from __future__ import annotations
 
 import math
@@ -9,8 +10,6 @@ from typing import Any, Mapping, Optional, Tuple
 from ...declaration import (BLEU_MEASUREMENT, BLEU_SCORING, BOOLEAN, BOTH, INTEGER, NUMBER, NUMBERS,
                            STRING, Option, check_weights)
 from ...errors import UsageError
-from ...languages import check_tokenizer, require_spm_model, tokenizer_for
-from ...tokenizers import AUTO, SPM_TOKENIZERS
 
 # Smoothing method -> default smoothing value (None: the method takes no value).
 SMOOTH_DEFAULTS = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}
@@ -42,8 +41,7 @@ MAX_NGRAM_ORDER = _OPTION["max_ngram_order"].bounds[2]
 
 @dataclass(frozen=True)
 class BleuConfig:
-    """BLEU's options (`OPTIONS`, with their defaults) and the run's text settings it reads."""
-    tokenize: str = AUTO
+    """BLEU's options (`OPTIONS`, with their defaults)."""
     lowercase: bool = _OPTION["lowercase"].default
     smooth_method: str = _OPTION["smooth_method"].default
     smooth_value: Optional[float] = _OPTION["smooth_value"].default
@@ -51,11 +49,8 @@ class BleuConfig:
     effective_order: bool = _OPTION["effective_order"].default
     # Non-uniform n-gram weights w_1..w_N; None means standard BLEU (uniform weights).
     weights: Optional[Tuple[float, ...]] = _OPTION["weights"].default
-    # Local SentencePiece model for flores101 / flores200 / spBLEU-1K.
-    spm_model: Optional[str] = None
 
     def __post_init__(self):
-        check_tokenizer(self.tokenize)
         if self.smooth_method not in SMOOTH_DEFAULTS:
             raise UsageError(f"unknown smoothing method {self.smooth_method!r}; "
                              f"choose one of: {', '.join(SMOOTH_DEFAULTS)}")
@@ -63,17 +58,14 @@ class BleuConfig:
             _OPTION["smooth_value"].check(self.smooth_value)
         _OPTION["max_ngram_order"].check(self.max_ngram_order)
         object.__setattr__(self, "weights", self._checked_weights())
-        if self.tokenize in SPM_TOKENIZERS:
-            require_spm_model(self.tokenize, self.spm_model)
 
     @classmethod
     def from_settings(cls, values: Mapping[str, Any]) -> "BleuConfig":
-        """BLEU's options and the text settings among a run's option values (`settings`)."""
-        return cls(tokenize=values["tokenize"], lowercase=bool(values["lowercase"]),
+        """BLEU's options among a run's option values (`settings`)."""
+        return cls(lowercase=bool(values["lowercase"]),
                    smooth_method=values["smooth_method"], smooth_value=values["smooth_value"],
                    max_ngram_order=values["max_ngram_order"],
-                   effective_order=bool(values["effective_order"]), weights=values["weights"],
-                   spm_model=values["spm_model"])
+                   effective_order=bool(values["effective_order"]), weights=values["weights"])
 
     def _checked_weights(self) -> Optional[Tuple[float, ...]]:
         if self.weights is None:
@@ -87,10 +79,6 @@ class BleuConfig:
         if all(abs(w - 1 / order) < 1e-12 for w in weights):
             return None
         return weights
-
-    def tokenizer_for(self, langpair: Optional[str]) -> str:
-        """The tokenizer for rows of this language pair, as sacrebleu's `-l` would pick it."""
-        return tokenizer_for(self.tokenize, langpair)
 
     @property
     def effective_smooth_value(self) -> Optional[float]:

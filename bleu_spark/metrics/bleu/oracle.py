@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.tokenizers import tokenizer_spm
 
+from ...languages import TextSettings
 from ...oracle import reference_streams
 from ...tokenizers import SPM_TOKENIZERS
 from .options import BleuConfig
@@ -34,13 +35,16 @@ def _spm_model_in_place(name: str, model_path: str):
 
 
 def sacrebleu_score(candidates: Sequence[str], references: Sequence[Sequence[Optional[str]]],
-                    config: BleuConfig, langpair: Optional[str] = None) -> dict:
-    """Score, counts, totals, lengths, signature and text line as sacrebleu prints them."""
-    tokenize = config.tokenizer_for(langpair)
+                    config: BleuConfig, langpair: Optional[str] = None,
+                    text: Optional[TextSettings] = None) -> dict:
+    """Score, counts, totals, lengths, signature and text line as sacrebleu prints them, with
+    the run's text settings (`text`; by default `--tokenize auto`)."""
+    text = text or TextSettings()
+    tokenize = text.tokenizer_for(langpair)
     kwargs = dict(lowercase=config.lowercase, tokenize=tokenize,
                   max_ngram_order=config.max_ngram_order, effective_order=config.effective_order)
     streams = reference_streams(references)
-    with (_spm_model_in_place(tokenize, config.spm_model) if tokenize in SPM_TOKENIZERS
+    with (_spm_model_in_place(tokenize, text.spm_model) if tokenize in SPM_TOKENIZERS
           else contextlib.nullcontext()):
         bleu = BLEU(smooth_method=config.smooth_method, smooth_value=config.smooth_value, **kwargs)
         result = bleu.corpus_score(list(candidates), streams)
