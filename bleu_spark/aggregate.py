@@ -157,53 +157,100 @@ def _same_scheme(uri: str) -> str:
     return "s3://" + uri.split("://", 1)[1] if store.is_s3(uri) else uri
 
 
+@dataclass
+class Selection:
+    """The statistics an aggregate reads (filtered, summed per the finest group asked for and
+    measurement), and what they hold: the rows they stand for, the grouping sets, the draws of
+    their replicate sums, the scoring options checked against them."""
+    stats: pa.Table
+    rows: dict                  # scored and rejected, each counted once
+    sets: List[scoring.GroupingSet]
+    finest: List[str]
+    resampling: Optional[Resampling]
+    config: dict
+
+
+@dataclass
+class Shown:
+    """What the statistics show: the score rows, the paired tests, the warnings."""
+    scores: List[dict]
+    paired: Optional[List[dict]]
+    warnings: List[str]
+
+
 def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
+    """read -> show -> write -> record, into one sink (or none)."""
     started = time.time()
     run_id = store.new_run_id()
     # One sink, whatever stores the options name (a catalog's checks before the folder is made).
     sink = store.open_sink(options, run_id, "aggregate", spark)
     try:
-        stats = _read(options, spark)
-        statstable.check_measurement(stats)
-        rows = {"scored": statstable.counted_once(stats, "n_segments"),
-                "rejected": statstable.counted_once(stats, "n_rejected")}
-        sets = grouping_sets(options, stats)
-        if options.clusters:
-            scoring.check_clusters(sets)
-        finest = list(dict.fromkeys(c for s in sets for c in s))
-        if segments.is_segments_table(stats):  # a row a segment: replicate sums from the hashes
-            stats = segments.summed(stats, [*finest, *statstable.MEASUREMENT], options.resamples)
-        resampling = saved_resampling(options, stats)  # of the rows as saved: before any sum
-        stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
-        measured = [c for c in statstable.MEASUREMENT if c in stats.column_names]
-        config = metrics.checked_choices(  # against each distinct measurement, not each group
-            dict(options.choices), stats.select(measured).group_by(measured).aggregate([]).to_pylist())
-        scores = scoring.score_sets(stats, sets, config, resampling)
-        paired, warnings = None, [*option_warnings(options, stats), *metric_coverage_warnings(stats, finest)]
-        if options.paired_bs:
-            paired, missing = scoring.paired_rows(stats, sets, config, resampling)
-            resampling.check_baseline(statstable.scored_values(stats, "system"))
-            warnings += missing
-        run = run_record(options, config, rows, scores, sets, run_id, warnings)
+        selection = select(options, spark)
+        showing = show(options, selection)
+        run = run_record(options, selection.config, selection.rows, showing.scores, selection.sets,
+                         run_id, showing.warnings)
         if spark is not None:  # which Spark read the statistics: classic or Connect
             from .spark.runtime import describe
 
             run["spark"] = describe(spark)
         if sink:
-            scoring.result_views(stats, scores, sets, config, run, False, resampling,
-                                 paired=paired).write(sink)
-            if options.report:
-                kept = (tuple(c for c in store.partition_columns(options.stats) if c in finest)
-                        if options.stats else ())
-                sink.write_file("report.html", scoring.report_html(
-                    stats, sets, config, kept, run, resampling=resampling, paired=paired))
+            write(sink, options, selection, showing, run)
             run["timings"] = {"total_s": time.time() - started}
             sink.commit(run)
-        return AggregateResult(scores, run, stats, paired)
+        return AggregateResult(showing.scores, run, selection.stats, showing.paired)
     except BaseException:
         if sink:
             sink.abort()
         raise
+
+
+def select(options: AggregateOptions, spark=None) -> Selection:
+    """The statistics read and checked, summed per the finest group asked for (a segments table's
+    replicate sums made from its hashes first), the scoring options checked against them."""
+    stats = _read(options, spark)
+    statstable.check_measurement(stats)
+    rows = {"scored": statstable.counted_once(stats, "n_segments"),
+            "rejected": statstable.counted_once(stats, "n_rejected")}
+    sets = grouping_sets(options, stats)
+    if options.clusters:
+        scoring.check_clusters(sets)
+    finest = list(dict.fromkeys(c for s in sets for c in s))
+    if segments.is_segments_table(stats):  # a row a segment: replicate sums from the hashes
+        stats = segments.summed(stats, [*finest, *statstable.MEASUREMENT], options.resamples)
+    resampling = saved_resampling(options, stats)  # of the rows as saved: before any sum
+    stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
+    measured = [c for c in statstable.MEASUREMENT if c in stats.column_names]
+    config = metrics.checked_choices(  # against each distinct measurement, not each group
+        dict(options.choices), stats.select(measured).group_by(measured).aggregate([]).to_pylist())
+    return Selection(stats, rows, sets, finest, resampling, config)
+
+
+def show(options: AggregateOptions, selection: Selection) -> Shown:
+    """The scores of every group, the paired tests asked for, the warnings about the options
+    and the metrics' coverage."""
+    stats, sets, config, resampling = (selection.stats, selection.sets, selection.config,
+                                       selection.resampling)
+    scores = scoring.score_sets(stats, sets, config, resampling)
+    paired = None
+    warnings = [*option_warnings(options, stats),
+                *metric_coverage_warnings(stats, selection.finest)]
+    if options.paired_bs:
+        paired, missing = scoring.paired_rows(stats, sets, config, resampling)
+        resampling.check_baseline(statstable.scored_values(stats, "system"))
+        warnings += missing
+    return Shown(scores, paired, warnings)
+
+
+def write(sink, options: AggregateOptions, selection: Selection, showing: Shown, run: dict) -> None:
+    """The result's tables and files handed to the sink (its commit is the record's)."""
+    stats, sets, config = selection.stats, selection.sets, selection.config
+    scoring.result_views(stats, showing.scores, sets, config, run, False, selection.resampling,
+                         paired=showing.paired).write(sink)
+    if options.report:
+        kept = (tuple(c for c in store.partition_columns(options.stats) if c in selection.finest)
+                if options.stats else ())
+        sink.write_file("report.html", scoring.report_html(
+            stats, sets, config, kept, run, resampling=selection.resampling, paired=showing.paired))
 
 
 def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[Resampling]:
