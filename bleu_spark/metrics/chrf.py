@@ -56,13 +56,9 @@ def checked(options: ChrfOptions) -> ChrfOptions:
     return options
 
 
-OPTIONS_TEXT = OptionsText("chrF", (("case", "lowercase", "lc"), ("nc", "char_order", "int"), ("nw", "word_order", "int"),
-                                    ("beta", "beta", "int"), ("space", "whitespace", "yes"),
-                                    ("eps", "eps_smoothing", "yes")))
-
-
-def options_of(text: str) -> ChrfOptions:
-    return ChrfOptions(**OPTIONS_TEXT.values(text))
+OPTIONS_TEXT = OptionsText("chrF", (("case", "lowercase", "lc"), ("nc", "char_order", "int"),
+                                    ("nw", "word_order", "int"), ("beta", "beta", "int"),
+                                    ("space", "whitespace", "yes"), ("eps", "eps_smoothing", "yes")))
 
 
 class Chrf(Metric):
@@ -115,7 +111,8 @@ class Chrf(Metric):
 
     @classmethod
     def from_measurement(cls, row: Mapping[str, Any], choices: Any = None) -> "Chrf":
-        return cls(options_of(row["metric_options"]), row.get("sacrebleu_version"))
+        options = ChrfOptions(**OPTIONS_TEXT.values(row["metric_options"]))
+        return cls(options, row.get("sacrebleu_version"))
 
     def score(self, sums: Sequence) -> float:
         return chrf_score([int(v) for v in sums], self.options)

@@ -39,12 +39,8 @@ OPTIONS = tuple(Option(f"{PREFIX}{field}", BOOLEAN, getattr(TerOptions(), field)
      _ASIAN_WITH)))
 
 
-OPTIONS_TEXT = OptionsText("TER", (("case", "case_sensitive", "mixed"), ("norm", "normalized", "yes"), ("punct", "no_punct", "no"),
-                                   ("asian", "asian_support", "yes")))
-
-
-def options_of(text: str) -> TerOptions:
-    return TerOptions(**OPTIONS_TEXT.values(text))
+OPTIONS_TEXT = OptionsText("TER", (("case", "case_sensitive", "mixed"), ("norm", "normalized", "yes"),
+                                   ("punct", "no_punct", "no"), ("asian", "asian_support", "yes")))
 
 
 class Ter(Metric):
@@ -98,7 +94,8 @@ class Ter(Metric):
 
     @classmethod
     def from_measurement(cls, row: Mapping[str, Any], choices: Any = None) -> "Ter":
-        return cls(options_of(row["metric_options"]), row.get("sacrebleu_version"))
+        options = TerOptions(**OPTIONS_TEXT.values(row["metric_options"]))
+        return cls(options, row.get("sacrebleu_version"))
 
     def score(self, sums: Sequence) -> float:
         return float(ter_score(int(sums[0]), int(sums[1]) / SCALE))
