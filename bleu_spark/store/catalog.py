@@ -29,6 +29,7 @@ from ..errors import CatalogUnavailableError, InputNotFoundError, OutputError
 from ..shown import shown
 from ..tablenames import check_database_name as check_database, check_table_name
 from ..spark.names import column, columns, identifier
+from .partitions import NULL_PARTITION
 
 OWNER = "bleu_spark.table"          # the table property that marks a table as this job's
 FORMAT_VERSION = "bleu_spark.format_version"
@@ -143,9 +144,11 @@ class CatalogSink:
                        f"COMMENT 'bleu-spark results'")
         made = ((name, self._frame(table)) for name, table in self.tables.items())
         frames = {name: frame for name, frame in made if frame is not None}
+        held = {name: self._partitions(frame) for name, frame in frames.items()}
+        self._check_partition_values(held)
         for name, frame in frames.items():
             self._write(name, frame)
-        self._replace_together(frames)
+        self._replace_together(frames, held)
         written = [f"{self.database}.{name}" for name in frames]
         if run is not None:
             run["catalog_tables"] = written
@@ -245,7 +248,19 @@ class CatalogSink:
             raise OutputError(f"the catalog refused to change table {self.database}.{name}: "
                               f"{_first_line(exc)}") from None
 
-    def _replace_together(self, frames: Dict[str, DataFrame]) -> None:
+    def _check_partition_values(self, held: Dict[str, set]) -> None:
+        """A partition value that is the text Hive names the null partition with would be read
+        back as null, its rows merged with the null partition's (the folder escapes it; Spark's
+        catalog cannot): one line, before anything is written."""
+        for values in set().union(*held.values()):
+            for column, value in zip(self.partition_by, values):
+                if value == NULL_PARTITION:
+                    raise OutputError(f"partition column {column} holds the text {NULL_PARTITION}, "
+                                      f"which Spark's catalog reads back as null (its rows would "
+                                      f"merge with the null partition's); change that value in the "
+                                      f"input, or write the output folder alone")
+
+    def _replace_together(self, frames: Dict[str, DataFrame], held: Dict[str, set]) -> None:
         """Our tables this run wrote nothing into for one of its partitions (no rejected rows
         this time, no segments) lose their older rows there, as the folder's commit drops them;
         without partitions, such a table is emptied."""
@@ -256,7 +271,6 @@ class CatalogSink:
                     empty = self.spark.createDataFrame([], self.spark.table(full).schema)
                     empty.write.insertInto(full, overwrite=True)
             return
-        held = {name: self._partitions(frame) for name, frame in frames.items()}
         produced = set().union(*held.values())
         for name in TABLES:
             stale = produced - held.get(name, set())
@@ -265,6 +279,8 @@ class CatalogSink:
                     self._drop_partition(name, values)
 
     def _partitions(self, frame: DataFrame) -> set:
+        if not self.partition_by:
+            return set()
         return {tuple(r) for r in frame.select(*columns(self.partition_by)).distinct().collect()}
 
     def _drop_partition(self, name: str, values: tuple) -> None:

@@ -525,3 +525,26 @@ def test_a_catalog_that_cannot_be_opened_for_stats_table_or_catalog_is_exit_18()
         with pytest.raises(CatalogUnavailableError) as refused:
             attempt()
         assert str(refused.value).endswith(": Unable to instantiate SessionHiveMetaStoreClient")
+
+
+def test_a_partition_value_that_is_hives_null_text_is_refused_before_anything_is_written(
+        spark, in_memory_database):
+    """The text `__HIVE_DEFAULT_PARTITION__` as a partition value would come back from Spark's
+    catalog as null, merged with the null partition (the folder escapes it; the catalog cannot):
+    one line, and no table made; the same rows with another value are written."""
+    from bleu_spark.errors import OutputError
+    from bleu_spark.store.catalog import CatalogSink
+
+    database = in_memory_database("null_text_db")
+    for values in (["__HIVE_DEFAULT_PARTITION__", None], [None, "__HIVE_DEFAULT_PARTITION__"]):
+        sink = CatalogSink(spark, database, ("day",), "run").open()
+        sink.write_table("scores", pa.table({"system": ["A", "B"], "day": values}))
+        with pytest.raises(OutputError, match="partition column day holds the text "
+                                              "__HIVE_DEFAULT_PARTITION__"):
+            sink.commit()
+        assert not spark.catalog.tableExists(f"{database}.scores")
+    sink = CatalogSink(spark, database, ("day",), "run").open()
+    sink.write_table("scores", pa.table({"system": ["A", "B"], "day": ["d1", None]}))
+    sink.commit()
+    held = sorted((r["system"], r["day"]) for r in spark.table(f"{database}.scores").collect())
+    assert held == [("A", "d1"), ("B", None)]
