@@ -18,7 +18,7 @@ from .sets import GroupingSet
 
 
 def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices,
-                resampling: Resampling, segments: Optional[pa.Table] = None,
+                resampling: Resampling, segment_stats: Optional[pa.Table] = None,
                 system_col: str = "system") -> Tuple[List[dict], List[str]]:
     """Paired tests of every system against the baseline, within each group of the other columns
     of the first grouping set holding `system_col` (e.g. each testset x langpair), and warnings
@@ -53,7 +53,7 @@ def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Ch
         for system, row in sorted(systems.items(), key=lambda kv: str(kv[0])):
             if system == baseline:
                 continue
-            tests = _paired(base, row, sums, config, resampling, segments, grouping_set)
+            tests = _paired(base, row, sums, config, resampling, segment_stats, grouping_set)
             results += [{**where, "metric": metric, "system": system,
                          "baseline": resampling.baseline, **t} for t in tests]
     return results, warnings
@@ -64,7 +64,7 @@ def _where(where: dict, metric: str) -> str:
     return f"{named} ({metric})"
 
 
-def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
+def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segment_stats,
             grouping_set) -> List[dict]:
     measured = measured_config(config, row)
     poisson = resampling.method == POISSON
@@ -75,7 +75,8 @@ def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segments,
         if poisson:
             result = _poisson_paired(test, base, row, sums, measured, grouping_set)
         else:
-            result = _sacrebleu_paired(test, base, row, segments, measured, resampling, grouping_set)
+            result = _sacrebleu_paired(test, base, row, segment_stats, measured, resampling,
+                                       grouping_set)
         done.append({**result.to_dict(), "test": test})
     return [dict(t, method=resampling.method) for t in done]
 
@@ -96,10 +97,10 @@ def _poisson_paired(test: str, base: dict, row: dict, sums: pa.Table, measured: 
         samples(row, statstable.TRIAL_SUMS), measured)
 
 
-def _sacrebleu_paired(test: str, base: dict, row: dict, segments: pa.Table,
+def _sacrebleu_paired(test: str, base: dict, row: dict, segment_stats: pa.Table,
                       measured: metrics.Metric, resampling, grouping_set) -> Paired:
     """A paired test replaying sacrebleu's draws over both systems' segments."""
-    matrices = [segment_matrix(segments, grouping_set, r, measured) for r in (base, row)]
+    matrices = [segment_matrix(segment_stats, grouping_set, r, measured) for r in (base, row)]
     if test == PAIRED_BS:
         return sacrebleu_paired_bs(*matrices, measured, resampling.n_bootstrap,
                                              resampling.seed)

@@ -24,7 +24,7 @@ from .tables import INTERVAL_FIELDS, SEGMENT_ORDER
 MIN_INTERVAL_SEGMENTS = 2
 
 
-def replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segments,
+def replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segment_stats,
                       grouping_set, config: metrics.Choices, resampling: Resampling):
     """A group's bootstrap replicate scores, (B,): from its replicate sums (poisson) or from
     sacrebleu's draws over its segments; None for a group without enough segments."""
@@ -37,7 +37,7 @@ def replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segment
                                     measured.width)
         return scores_of_sums(replicates, measured)
     _, scores = sacrebleu_resample_scores(
-        segment_matrix(segments, grouping_set, group, measured), measured,
+        segment_matrix(segment_stats, grouping_set, group, measured), measured,
         resampling.n_bootstrap, resampling.seed)
     return scores
 
@@ -98,15 +98,15 @@ def sample_matrix(sums: pa.Table, column: str, index: int, group: dict, grouping
     return matrix
 
 
-def segment_matrix(segments: pa.Table, grouping_set: GroupingSet, group: dict,
+def segment_matrix(segment_stats: pa.Table, grouping_set: GroupingSet, group: dict,
                    metric: Optional[metrics.Metric] = None) -> np.ndarray:
     """The statistics of a group's segments, in segment-key order (sacrebleu's line order)."""
     metric = metric or metric_of(group, None)
-    mask = pa.array([True] * segments.num_rows)
+    mask = pa.array([True] * segment_stats.num_rows)
     for column in [*grouping_set, "tokenize", "metric"]:
         value = group[column]
-        mask = pc.and_(mask, pc.is_null(segments[column]) if value is None
-                       else pc.fill_null(pc.equal(segments[column], value), False))
-    rows = segments.filter(mask).sort_by([(SEGMENT_ORDER, "ascending")])
+        mask = pc.and_(mask, pc.is_null(segment_stats[column]) if value is None
+                       else pc.fill_null(pc.equal(segment_stats[column], value), False))
+    rows = segment_stats.filter(mask).sort_by([(SEGMENT_ORDER, "ascending")])
     names = metric.names
     return np.column_stack([rows[n].to_numpy() for n in names]).astype(combine.matrix_type(metric.columns()))

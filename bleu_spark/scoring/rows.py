@@ -23,13 +23,14 @@ class ScoreRow(dict):
 
 def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices,
                resampling: Optional[Resampling] = None,
-               segments: Optional[pa.Table] = None, implicit: Sequence[str] = ()) -> List[dict]:
+               segment_stats: Optional[pa.Table] = None,
+               implicit: Sequence[str] = ()) -> List[dict]:
     """One score row per group of every grouping set, in set order, each set sorted by its
     columns. Every column of any set is in every row (None where a set does not group by it).
     With `resampling.confidence`, each row also has its interval, and with `resampling.clusters`
     its rank, rank range and cluster among the systems of its comparison group: both from the
     same replicate scores, of the replicate sums in `stats` (poisson), or of sacrebleu's draws
-    over `segments`, every segment's statistics (sacrebleu). `implicit`:
+    over `segment_stats`, every segment's statistics (sacrebleu). `implicit`:
     the output's partition columns, left out of the grouping labels."""
     all_cols = list(dict.fromkeys(c for s in sets for c in s))
     rows = []
@@ -39,7 +40,7 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Cho
         check_one_measurement(groups, grouping_set)
         scored = [_score_row(r, grouping_set, all_cols, config, implicit) for r in groups]
         if resampling is not None and resampling.bootstrapped:
-            replicates = [replicate_scores(row, group, index, sums, segments, grouping_set,
+            replicates = [replicate_scores(row, group, index, sums, segment_stats, grouping_set,
                                             config, resampling)
                           for index, (row, group) in enumerate(zip(scored, groups))]
             if resampling.confidence:

@@ -25,7 +25,7 @@ def report_set(sets: Sequence[GroupingSet], partition_by: Sequence[str] = ()) ->
 def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices,
                 partition_by: Sequence[str] = (), run: Optional[dict] = None,
                 title: str = "bleu-spark report", resampling: Optional[Resampling] = None,
-                segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
+                segment_stats: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
                 drilldown: Optional[dict] = None) -> str:
     """The report page of a statistics table: the report set over all of it (with intervals
     when they were measured), and when the table is partitioned, the same set per value of the
@@ -34,7 +34,7 @@ def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Ch
     from ..report import render_report
 
     shown = report_set(sets, partition_by)
-    scores = score_sets(stats, [shown], config, resampling, segments)
+    scores = score_sets(stats, [shown], config, resampling, segment_stats)
     history, time_col = None, None
     if partition_by:
         time_col = partition_by[0]
@@ -64,7 +64,7 @@ class Views:
 def result_views(stats: pa.Table, scores: List[dict], sets: Sequence[GroupingSet],
                  config: metrics.Choices, run: dict, report: bool,
                  resampling: Optional[Resampling] = None,
-                 segments: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
+                 segment_stats: Optional[pa.Table] = None, paired: Optional[List[dict]] = None,
                  drilldown: Optional[dict] = None, partition_by: Sequence[str] = ()) -> Views:
     """The tables and files every result holds, from its statistics and their scores. A
     partitioned result's report is drawn at the commit (`partitioned_report`). The trial sums
@@ -80,8 +80,8 @@ def result_views(stats: pa.Table, scores: List[dict], sets: Sequence[GroupingSet
         views.files.append(("paired.json", paired))
     if report and not partition_by:
         views.files.append(("report.html", report_html(
-            stats, sets, config, run=run, resampling=resampling, segments=segments, paired=paired,
-            drilldown=drilldown)))
+            stats, sets, config, run=run, resampling=resampling, segment_stats=segment_stats,
+            paired=paired, drilldown=drilldown)))
     return views
 
 

@@ -19,7 +19,7 @@ from ..resampling import POISSON, SACREBLEU, Resampling
 from . import drilldown, inputs, io, runtime
 from .failures import lost_worker_failure, memory_failure
 from .files import write_frame
-from .measure import Measurement, partial_sums_frame
+from .measure import Measurement, measure, partial_sums_frame
 from .options import JobOptions
 from .plan import plan_for
 from .progress import Progress, say as say_progress
@@ -27,8 +27,8 @@ from .record import run_record
 from .scan import ArrowScan, arrow_scan
 from .stats import PartitionPlan
 
-__all__ = ["JobOptions", "JobResult", "Measurement", "partial_sums_frame", "preflight", "run_job",
-           "score_dataframe"]
+__all__ = ["JobOptions", "JobResult", "Measurement", "measure", "partial_sums_frame", "preflight",
+           "run_job", "score_dataframe"]
 
 # sacrebleu's own resampling brings every segment's statistics to the driver: test-set sizes.
 MAX_SACREBLEU_ROWS = 2_000_000
@@ -60,9 +60,9 @@ def score_dataframe(df: DataFrame, group_by: Optional[Sequence[str]] = None,
                          metric_settings=tuple((k, v) for k, v in options.items() if k in metric_keys),
                          **job)
     table = io.InputTable(df.sparkSession, options.input, df)
-    measurement = Measurement(df.sparkSession, table, options, plan_for(table.schema, options))
+    measurement = measure(df.sparkSession, table, options, plan_for(table.schema, options))
     return scoring.score_sets(measurement.stats, measurement.sets, options.choices,
-                              options.resampling, measurement.segments)
+                              options.resampling, measurement.segment_stats)
 
 
 def preflight(options: JobOptions) -> None:
@@ -87,7 +87,29 @@ def preflight(options: JobOptions) -> None:
         store.check_output(options.output, options.partition_by)
 
 
+@dataclass
+class InputRead:
+    """What is known of the input before the scoring pass: its rows and bytes (from Parquet
+    footers, read here or by a Spark job), who scans it, and the advice said before scoring."""
+    rows: int
+    bytes: int
+    scan: Optional[ArrowScan]           # None: Spark's scan reads it
+    spark_scan_reason: Optional[str]    # why, when Spark's scan reads it
+    row_groups: Optional[int]           # counted when rows are scored where they lie
+    in_place: bool
+    advice: List[str]
+
+
+@dataclass
+class Shown:
+    """What the statistics show: the score rows, the paired tests, the tokenizer of each pair."""
+    scores: List[dict]
+    paired: Optional[List[dict]]
+    tokenizers: dict
+
+
 def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
+    """plan -> measure -> show -> write -> record, into one sink (or none)."""
     started = time.time()
     run_id = store.new_run_id()
     store.configure(runtime.session_settings(spark))  # the output's S3 settings
@@ -96,77 +118,23 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     # One sink, whatever stores the options name (a catalog's checks before the folder is made).
     sink = store.open_sink(options, run_id, spark=spark, frames=write_frame)
     try:
-        if options.text.spm_model:
-            runtime.ship_file(spark, options.text.spm_model)
-        job_group = f"bleu-spark-{run_id}"
-        runtime.tag_jobs(spark, job_group, "bleu-spark score")
-        plan = plan_for(schema, options)
-        if plan.segments:  # written by the tasks, into the output folder, committed with the rest
-            where = sink.task_files(segments.TABLE)
-            plan = replace(plan, segments=replace(plan.segments, uri=where.uri, run_id=run_id,
-                                                  fs_settings=where.fs_settings))
-        say_progress("reading the input's Parquet footers", options.progress_seconds)
-        found = arrow_scan(spark, table, options, plan)
-        scan = found if isinstance(found, ArrowScan) else None  # else why Spark's scan reads
-        # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
-        rows_read = scan.rows if scan else table.frame.count()
-        if rows_read == 0 and not options.allow_empty_input:
-            raise EmptyInputError(f"input {options.input} has no rows: nothing to score (a feed "
-                                  f"that delivered nothing?); pass --allow-empty-input to write "
-                                  f"an empty result instead")
-        resampling = options.resampling
-        if resampling.active and resampling.method == SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
-            raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
-                             f"{rows_read} rows is more than {MAX_SACREBLEU_ROWS}; use poisson")
-        input_bytes = scan.bytes if scan else io.input_bytes(table.frame)
-        # Spark's scan is split for balance here; an ArrowScan has its tasks already.
-        splits = nullcontext() if scan else inputs.splits_sized(spark, rows_read, input_bytes)
-        # Rows Spark's scan reads where they lie are scored by its tasks, one a row group: too few
-        # row groups slow the scoring, said before it (from the footers), not after. An ArrowScan
-        # cuts row groups into tasks.
-        in_place = scan is not None or not (options.references
-                                            or options.colocate_references == "always")
-        row_groups = scan.row_groups if scan else io.row_groups(options.input) if in_place else None
-        advice = [] if scan else inputs.few_row_groups(row_groups, rows_read, runtime.parallelism(spark))
-        notices.say_warnings(advice)  # now, before the scoring they are about; not again at the end
-        # Said of this install's kernels only where the Python workers run it.
-        kernels = compiled.status() if runtime.runs_workers_here(spark) else None
-        if kernels:
-            say_progress(kernels, options.progress_seconds)
-        with splits, Progress(spark, rows_read, options.progress_seconds,
-                              after=_after_scoring(resampling)) as progress:
-            measurement = Measurement(spark, table, options, plan, progress.rows, rows_read, scan)
-        layout = measurement.input.layout
-        if scan:
-            layout["scan"] = "arrow"
-        else:
-            layout.update(scan="spark", spark_scan_reason=found)
-        if in_place:
-            layout["input_row_groups"] = row_groups
-        measurement.warnings = [*options.warnings, *measurement.warnings, *advice]
-        tokenizers = tokenizers_by_pair(measurement.stats, options.langpair_col, options.text)
-        measurement.warnings += tokenizer_warnings(measurement.stats, options.langpair_col,
-                                                   options.text, options.measured, tokenizers)
-        scores = scoring.score_sets(measurement.stats, measurement.sets, options.choices,
-                                    resampling, measurement.segments, options.partition_by)
-        paired = None
-        if resampling.paired_bs or resampling.paired_ar:
-            paired, missing = scoring.paired_rows(measurement.stats, measurement.sets, options.choices,
-                                                  resampling, measurement.segments)
-            resampling.check_baseline(statstable.scored_values(measurement.stats, "system"))
-            measurement.warnings += missing
+        job_group = _start(spark, options, run_id)
+        plan = _plan(options, schema, sink, run_id)
+        read = _read_footers(spark, table, options, plan)
+        measurement = _measure(spark, table, options, plan, read)
+        showing = show(options, measurement)
         timings = {"score_s": time.time() - started}
-        run = run_record(spark, options, measurement, scores, job_group, rows_read, run_id,
-                         input_bytes)
-        run["tokenizers"] = tokenizers
+        run = run_record(spark, options, measurement, showing.scores, job_group, read.rows, run_id,
+                         read.bytes)
+        run["tokenizers"] = showing.tokenizers
         if sink:
             timings["write_s"], report = _write(spark, sink, options, plan, schema, measurement,
-                                                scores, paired, run)
+                                                showing.scores, showing.paired, run)
         timings["total_s"] = time.time() - started
         run["timings"] = timings
         if sink:
             sink.commit(run, report)
-        return JobResult(scores=scores, run=run, stats=measurement.stats, paired=paired)
+        return JobResult(scores=showing.scores, run=run, stats=measurement.stats, paired=showing.paired)
     except BaseException as exc:
         if sink:
             sink.abort()
@@ -174,6 +142,98 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if unreadable is not None:
             raise unreadable from None
         raise
+
+
+def _start(spark: SparkSession, options: JobOptions, run_id: str) -> str:
+    """The SentencePiece model shipped to the executors, the run's Spark jobs tagged; the tag."""
+    if options.text.spm_model:
+        runtime.ship_file(spark, options.text.spm_model)
+    job_group = f"bleu-spark-{run_id}"
+    runtime.tag_jobs(spark, job_group, "bleu-spark score")
+    return job_group
+
+
+def _plan(options: JobOptions, schema: T.StructType, sink, run_id: str) -> PartitionPlan:
+    """The partition plan; with --segments, where its tasks write the segments table (into the
+    output folder, committed with the rest)."""
+    plan = plan_for(schema, options)
+    if not plan.segments:
+        return plan
+    where = sink.task_files(segments.TABLE)
+    return replace(plan, segments=replace(plan.segments, uri=where.uri, run_id=run_id,
+                                          fs_settings=where.fs_settings))
+
+
+def _read_footers(spark: SparkSession, table: io.InputTable, options: JobOptions,
+                  plan: PartitionPlan) -> InputRead:
+    """The input's size and layout before scoring, and the checks it allows: no rows, too many
+    for sacrebleu's draws, too few row groups (said now, before the scoring it is about)."""
+    say_progress("reading the input's Parquet footers", options.progress_seconds)
+    found = arrow_scan(spark, table, options, plan)
+    scan = found if isinstance(found, ArrowScan) else None  # else why Spark's scan reads
+    # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
+    rows_read = scan.rows if scan else table.frame.count()
+    if rows_read == 0 and not options.allow_empty_input:
+        raise EmptyInputError(f"input {options.input} has no rows: nothing to score (a feed "
+                              f"that delivered nothing?); pass --allow-empty-input to write "
+                              f"an empty result instead")
+    resampling = options.resampling
+    if resampling.active and resampling.method == SACREBLEU and rows_read > MAX_SACREBLEU_ROWS:
+        raise UsageError(f"--bootstrap-method sacrebleu holds every segment on the driver: "
+                         f"{rows_read} rows is more than {MAX_SACREBLEU_ROWS}; use poisson")
+    input_bytes = scan.bytes if scan else io.input_bytes(table.frame)
+    # Rows Spark's scan reads where they lie are scored by its tasks, one a row group: too few
+    # row groups slow the scoring, said before it (from the footers), not after. An ArrowScan
+    # cuts row groups into tasks.
+    in_place = scan is not None or not (options.references
+                                        or options.colocate_references == "always")
+    row_groups = scan.row_groups if scan else io.row_groups(options.input) if in_place else None
+    advice = [] if scan else inputs.few_row_groups(row_groups, rows_read, runtime.parallelism(spark))
+    notices.say_warnings(advice)  # now, before the scoring they are about; not again at the end
+    return InputRead(rows_read, input_bytes, scan, None if scan else found, row_groups, in_place,
+                     advice)
+
+
+def _measure(spark: SparkSession, table: io.InputTable, options: JobOptions, plan: PartitionPlan,
+             read: InputRead) -> Measurement:
+    """The scoring pass, with progress lines; its layout and warnings completed from `read`."""
+    # Said of this install's kernels only where the Python workers run it.
+    kernels = compiled.status() if runtime.runs_workers_here(spark) else None
+    if kernels:
+        say_progress(kernels, options.progress_seconds)
+    # Spark's scan is split for balance here; an ArrowScan has its tasks already.
+    splits = nullcontext() if read.scan else inputs.splits_sized(spark, read.rows, read.bytes)
+    with splits, Progress(spark, read.rows, options.progress_seconds,
+                          after=_after_scoring(options.resampling)) as progress:
+        measurement = measure(spark, table, options, plan, progress.rows, read.rows, read.scan)
+    layout = measurement.input.layout
+    if read.scan:
+        layout["scan"] = "arrow"
+    else:
+        layout.update(scan="spark", spark_scan_reason=read.spark_scan_reason)
+    if read.in_place:
+        layout["input_row_groups"] = read.row_groups
+    measurement.warnings = [*options.warnings, *measurement.warnings, *read.advice]
+    return measurement
+
+
+def show(options: JobOptions, measurement: Measurement) -> Shown:
+    """The scores of every group, the paired tests asked for, the tokenizer each pair got; the
+    warnings they raise added to the measurement's."""
+    resampling = options.resampling
+    stats, sets, segment_stats = measurement.stats, measurement.sets, measurement.segment_stats
+    tokenizers = tokenizers_by_pair(stats, options.langpair_col, options.text)
+    measurement.warnings += tokenizer_warnings(stats, options.langpair_col, options.text,
+                                               options.measured, tokenizers)
+    scores = scoring.score_sets(stats, sets, options.choices, resampling, segment_stats,
+                                options.partition_by)
+    paired = None
+    if resampling.paired_bs or resampling.paired_ar:
+        paired, missing = scoring.paired_rows(stats, sets, options.choices, resampling,
+                                              segment_stats)
+        resampling.check_baseline(statstable.scored_values(stats, "system"))
+        measurement.warnings += missing
+    return Shown(scores, paired, tokenizers)
 
 
 def _write(spark: SparkSession, sink, options: JobOptions, plan: PartitionPlan,
@@ -193,7 +253,7 @@ def _write(spark: SparkSession, sink, options: JobOptions, plan: PartitionPlan,
     if plan.segments:  # the files this run's tasks wrote, committed where they lie
         sink.write_table(segments.TABLE, written)
     scoring.result_views(measurement.stats, scores, measurement.sets, options.choices, run,
-                         options.report, resampling, measurement.segments, paired, drill,
+                         options.report, resampling, measurement.segment_stats, paired, drill,
                          options.partition_by).write(sink)
     if not (options.report and options.partition_by):
         return time.time() - started, None

@@ -144,11 +144,11 @@ def test_aggregate_combines_saved_rows_as_declared(spark, probe, tmp_path, engin
 def measured(spark, rows, partitions, group_by=("system",)) -> pa.Table:
     """The statistics table of `rows` measured by the scoring pass on `partitions` partitions."""
     from bleu_spark.spark.io import InputTable
-    from bleu_spark.spark.job import JobOptions, Measurement
+    from bleu_spark.spark.job import JobOptions, measure
     from bleu_spark.spark.plan import plan_for
 
     frame = spark.createDataFrame(rows, "system string, day string, candidate string, "
                                         "references array<string>").repartition(partitions)
     options = JobOptions(input="<DataFrame>", metrics=("probe",), group_by=group_by)
     table = InputTable(spark, options.input, frame)
-    return Measurement(spark, table, options, plan_for(table.schema, options)).stats
+    return measure(spark, table, options, plan_for(table.schema, options)).stats

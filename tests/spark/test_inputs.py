@@ -276,13 +276,13 @@ def test_an_input_in_fewer_row_groups_than_cores_is_warned_of_or_cut(spark, tmp_
     logs = [{"system": "A", "langpair": "de-en", "candidate": f"the cat {i}", "references": [f"a cat {i}"]}
             for i in range(8_000)]
     said_before_scoring = []
-    measure = job.Measurement.__init__
+    measure = job.measure
 
-    def measuring(self, *args, **kwargs):
+    def measuring(*args, **kwargs):
         said_before_scoring.append(capsys.readouterr().err)
-        measure(self, *args, **kwargs)
+        return measure(*args, **kwargs)
 
-    monkeypatch.setattr(job.Measurement, "__init__", measuring)
+    monkeypatch.setattr(job, "measure", measuring)
     result = run(spark, tmp_path, logs, "one_row_group", scan=scan)  # pyarrow's default: one row group
     assert result.run["layout"]["input_row_groups"] == 1 and not result.run["layout"]["colocated"]
     assert result.run["layout"]["scan"] == {"auto": "arrow", "spark": "spark"}[scan]
