@@ -168,10 +168,6 @@ def check_places(values: dict, paths, where: str) -> None:
             store.check_uri(f"--{key}", values[key])
 
 
-# `score`'s warnings about metric options no metric of --metrics reads.
-unused_option_warnings = settings.metrics_asked_warnings
-
-
 def job_options(values: dict):
     from .spark.options import JobOptions
 

@@ -53,7 +53,7 @@ def test_an_option_read_only_with_another_is_one_warning_alone_and_none_with_it(
 def score_warnings(*args):
     values = cli.effective_settings(cli.build_parser().parse_args(
         ["score", "--input", "in.parquet", "--output", "out", *args]))
-    return cli.unused_option_warnings(values)
+    return settings.metrics_asked_warnings(values)
 
 
 @pytest.mark.parametrize("args,said", [
