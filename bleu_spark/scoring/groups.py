@@ -24,11 +24,6 @@ def summed(stats: pa.Table, keys) -> Tuple[pa.Table, pa.Table]:
     return sums, sums.drop_columns(list(statstable.SAMPLES))
 
 
-def measured_config(config, sums: dict) -> metrics.Metric:
-    """The metric of one statistics row: its measurement settings with the scoring choices."""
-    return metric_of(sums, config)
-
-
 def check_one_measurement(sums: List[dict], grouping_set: GroupingSet) -> None:
     """Statistics measured differently (another tokenizer, case, max order, version) never add
     up: `sums` has a row per group and measurement, so a group with two rows is refused."""

@@ -12,7 +12,7 @@ from ..resampling import PAIRED_AR, PAIRED_BS, POISSON, Paired, Resampling, pois
 from ..errors import UsageError
 from ..shown import shown
 from .coverage import check_same_segments
-from .groups import check_one_measurement, summed, measured_config
+from .groups import check_one_measurement, metric_of, summed
 from .replicates import sample_matrix, segment_matrix
 from .sets import GroupingSet
 
@@ -48,7 +48,7 @@ def paired_rows(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Ch
                             f"{', '.join(f'{k}={v}' for k, v in where.items()) or 'the table'}: "
                             f"no paired tests there")
             continue
-        check_same_segments({baseline: base, **systems}, _where(where, metric), "paired tests",
+        check_same_segments(systems, _where(where, metric), "paired tests",
                             reference=baseline)
         for system, row in sorted(systems.items(), key=lambda kv: str(kv[0])):
             if system == baseline:
@@ -66,7 +66,7 @@ def _where(where: dict, metric: str) -> str:
 
 def _paired(base: dict, row: dict, sums: pa.Table, config, resampling, segment_stats,
             grouping_set) -> List[dict]:
-    measured = measured_config(config, row)
+    measured = metric_of(row, config)
     poisson = resampling.method == POISSON
     asked = [t for t, wanted in ((PAIRED_BS, resampling.paired_bs),
                                  (PAIRED_AR, resampling.paired_ar)) if wanted]

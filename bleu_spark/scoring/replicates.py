@@ -15,7 +15,7 @@ from ..resampling import POISSON, Resampling, bootstrap_signature, poisson_inter
 from ..errors import UsageError
 from ..shown import shown
 from .coverage import check_same_segments
-from .groups import measured_config, metric_of
+from .groups import metric_of
 from .sets import GroupingSet
 from .tables import INTERVAL_FIELDS, SEGMENT_ORDER
 
@@ -31,7 +31,7 @@ def replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segment
     poisson = resampling.method == POISSON
     if not row["n_segments"] or (poisson and row["n_segments"] < MIN_INTERVAL_SEGMENTS):
         return None
-    measured = measured_config(config, group)
+    measured = metric_of(group, config)
     if poisson:
         replicates = sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set,
                                     measured.width)

@@ -36,7 +36,6 @@ OPTIONS = (
 _OPTION = {o.key: o for o in OPTIONS}
 
 # The highest n-gram order accepted (sacrebleu has no bound).
-MAX_NGRAM_ORDER = _OPTION["max_ngram_order"].bounds[2]
 
 
 @dataclass(frozen=True)
