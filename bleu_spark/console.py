@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from .notices import PROG
 from .shown import shown
 
 # Console columns aligned to the right: numbers.

@@ -11,13 +11,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from bleu_spark.cache import ENV as CACHE_ENV
 from bleu_spark.spark.runtime import jvm_archive
 from bleu_spark.spark.runtime.jvm_archive import FAILED, QUIET, jvm_options, make_later
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv(jvm_archive.CACHE_DIR, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv(jvm_archive.SWITCH, raising=False)
     return tmp_path / "cache"
 
@@ -45,7 +46,7 @@ def test_a_run_maps_the_archive_once_made_and_has_it_made_while_missing(cache, m
     monkeypatch.setenv(jvm_archive.SWITCH, "0")
     assert jvm_options("") == ([], None)
     monkeypatch.delenv(jvm_archive.SWITCH)
-    monkeypatch.setenv(jvm_archive.CACHE_DIR, str(cache / "a folder"))  # Spark's launcher would split it
+    monkeypatch.setenv(CACHE_ENV, str(cache / "a folder"))  # Spark's launcher would split it
     assert jvm_options("") == ([], None)
 
 

@@ -33,7 +33,6 @@ from typing import List, Optional
 from ... import cache
 
 SWITCH = "BLEU_SPARK_JVM_ARCHIVE"
-CACHE_DIR = cache.ENV
 # Options the user or platform may give that say how classes are shared: theirs to decide.
 USER_SHARING = ("Xshare", "SharedArchiveFile", "ArchiveClassesAtExit", "SharedClassListFile",
                 "DumpLoadedClassList", "AutoCreateSharedArchive")
