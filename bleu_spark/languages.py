@@ -53,12 +53,22 @@ def target_language(langpair: Optional[str]) -> str:
     `en_US-ja_JP`, `en-ja-JP`, `en-ko-kr` and `en-zh-Hant-TW` give the language named; `en-de`
     gives `de`. '' when the target cannot be told apart from a region (`en-pt-br`: Breton or
     Portuguese), the pair is not tags (`en-ko-KR-x`), has no separator, or is null."""
+    return _pair_language(langpair, 1)
+
+
+def source_language(langpair: Optional[str]) -> str:
+    """The source language of a pair, read as `target_language` reads the target (`en-ja-JP`
+    gives `en`, `zh-Hant-TW-en` gives `zh`); '' when it cannot be told."""
+    return _pair_language(langpair, 0)
+
+
+def _pair_language(langpair: Optional[str], side: int) -> str:
     parts = [p.strip() for p in _SUBTAGS.split(langpair.strip())] if langpair else []
     parts = [p for p in parts if p]  # `en--ja`, `en-ja-`: the separators' doubling says nothing
     if len(parts) == 2:  # as written: `en-JP`, `en-kr` (Kanuri), `jpn-eng`
-        return _language(parts[1])
-    targets = {_language(target[0]) for target in _readings(parts)}
-    return targets.pop() if len(targets) == 1 else ""
+        return _language(parts[side])
+    found = {_language(tags[side][0]) for tags in _readings(parts)}
+    return found.pop() if len(found) == 1 else ""
 
 
 def _language(code: str) -> str:
@@ -66,14 +76,14 @@ def _language(code: str) -> str:
     return LANGUAGE_ALIASES.get(code, code)
 
 
-def _readings(parts: Sequence[str]) -> List[Sequence[str]]:
-    """The targets of the ways to cut a pair's subtags into two language tags (language, then an
+def _readings(parts: Sequence[str]) -> List[Tuple[Sequence[str], Sequence[str]]]:
+    """The (source, target) tags of the ways to cut a pair's subtags into two language tags (language, then an
     optional script, then an optional region); where several remain, those whose target does not
     start with a part in capitals among parts that are not (`en-pt-BR`: BR is the region)."""
     cuts = [(parts[:at], parts[at:]) for at in range(1, len(parts))]
-    targets = [target for source, target in cuts if _is_tag(source) and _is_tag(target)]
-    lower = [t for t in targets if not _region_case(t[0], parts)]
-    return lower if len(targets) > 1 and lower else targets
+    tags = [(source, target) for source, target in cuts if _is_tag(source) and _is_tag(target)]
+    lower = [t for t in tags if not _region_case(t[1][0], parts)]
+    return lower if len(tags) > 1 and lower else tags
 
 
 def _is_tag(subtags: Sequence[str]) -> bool:
@@ -231,3 +241,12 @@ def tokenizer_warnings(stats, column: str, text: TextSettings, measured: Sequenc
                                     row["n_segments_sum"], row[f"{tokens}_sum"])
         warnings += [warning] if warning else []
     return warnings
+
+
+def target_warnings(stats, column: str, measured: Sequence) -> List[str]:
+    """Each measured metric's warnings about the target languages of the scored pairs (TER on
+    Japanese, Chinese or Korean without Asian support: a score past 100 that means nothing)."""
+    if column not in stats.column_names:
+        return []
+    targets = sorted({target_language(p) for p in stats[column].unique().to_pylist()} - {""})
+    return [line for metric in measured for line in metric.target_warnings(targets)]

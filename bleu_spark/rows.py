@@ -21,6 +21,9 @@ INVALID_UTF8 = "invalid_utf8"              # the candidate or a reference is not
 UNMATCHED_REFERENCE = "unmatched_reference"  # a reference row no candidate uses (reported only)
 JSON_LIST_REFERENCE = "json_list_reference"  # a reference string that is a JSON list of strings
 TEXT_LIST_REFERENCE = "text_list_reference"  # a reference string that is a list written otherwise
+NULL_SEGMENT_SCORE = "null_segment_score"  # a --segment-scores column is null in the row
+INVALID_SEGMENT_SCORE = "invalid_segment_score"  # ... NaN, infinite or too large
+LARGEST_SEGMENT_SCORE = 10 ** 6            # |value| a segment score may have (metrics/means.py)
 
 BATCH_ROWS = 10_000  # segments counted at once by the in-process API
 
@@ -35,6 +38,9 @@ REASONS = {
     JSON_LIST_REFERENCE: "a reference is a JSON list of strings held in a string",
     TEXT_LIST_REFERENCE: "a reference is a list of strings written as text (Python's or numpy's "
                          "repr, nested, double-encoded or object JSON, or joined with ' ||| ')",
+    NULL_SEGMENT_SCORE: "a segment score (--segment-scores) of the row is null",
+    INVALID_SEGMENT_SCORE: f"a segment score of the row is NaN, infinite or of magnitude above "
+                           f"{LARGEST_SEGMENT_SCORE:,}",
 }
 # What to do about a reason, said once in the message that stops a run.
 HINTS = {
@@ -167,9 +173,18 @@ def _literal(text: str):
 
 
 def rejection_reasons(candidates: pa.Array, references: pa.Array,
-                      found: Optional[pa.Array] = None) -> pa.Array:
+                      found: Optional[pa.Array] = None, needs_references: bool = True) -> pa.Array:
     """Per row, the reason it cannot be scored, or null. `found`: reasons already found by
-    checks across rows (joins, duplicates); they win."""
+    checks across rows (joins, duplicates); they win. Without `needs_references` (only segment
+    scores and checks are measured) the references are not read."""
+    if not needs_references:
+        reasons = pc.if_else(pc.is_null(candidates), pa.scalar(NULL_CANDIDATE),
+                             pa.scalar(None, pa.string()))
+        bad = invalid_utf8(candidates)
+        if bad is not None:
+            reasons = pc.coalesce(reasons, pc.if_else(pa.array(bad), pa.scalar(INVALID_UTF8),
+                                                      pa.scalar(None, pa.string())))
+        return reasons if found is None else pc.coalesce(found, reasons)
     flat, row = present_references(references)
     no_reference = pa.array(np.bincount(row, minlength=len(references)) == 0)
     none = pa.scalar(None, pa.string())

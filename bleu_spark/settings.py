@@ -21,7 +21,7 @@ from .declaration import (AGGREGATE, BOOLEAN, BOTH, BLEU_MEASUREMENT, COLUMNS, G
                           INTEGER, METRICS, MORE_RESAMPLING, NUMBER, RESAMPLING, SCORE, SETS,
                           SHOWING, STRING, Option, convert)
 from .errors import UsageError
-from .metrics import REGISTRY, parse_names
+from .metrics import CHECKS, REGISTRY, parse_names
 from .tablenames import check_database_name
 from .tokenizers import AUTO, TOKENIZERS
 
@@ -97,9 +97,18 @@ RUN_OPTIONS = (
            help=f"auto (default: by target language) or one of {', '.join(TOKENIZERS)}"),
     Option("spm_model", STRING, group=BLEU_MEASUREMENT,
            help="local SentencePiece model for flores101, flores200, spBLEU-1K"),
-    Option("metrics", COLUMNS, "bleu", group=METRICS, metavar="NAMES",
+    Option("metrics", COLUMNS, group=METRICS, metavar="NAMES",
            help=f"comma-separated metrics measured in one pass: {', '.join(REGISTRY)} "
-                "(default: bleu)"),
+                "(default: bleu; none when --segment-scores or --checks is given)"),
+    Option("segment_scores", COLUMNS, group=METRICS, metavar="COLS",
+           help="numeric columns of segment scores computed elsewhere (COMET, MetricX, ...): "
+                "each a metric of its name, the mean over a group's rows; COL:lower where lower "
+                "is better (docs/metrics.md)"),
+    Option("checks", COLUMNS, group=METRICS, metavar="NAMES",
+           help=f"reference-free checks, each scored as the percent of rows it flags: "
+                f"{', '.join(CHECKS)} (untranslated and off_target need bleu-spark[checks])"),
+    Option("source_col", STRING, "source", group=METRICS,
+           help="source text column, read by the copy check (default: source)"),
     Option("paired_ar", BOOLEAN, False, group=MORE_RESAMPLING,
            help="paired approximate randomization test against --baseline"),
     Option("bootstrap_method", STRING, "poisson", group=MORE_RESAMPLING, metavar="M",
@@ -122,7 +131,8 @@ RUN_OPTIONS = (
                 "literals, AND, OR, NOT, IN, BETWEEN, IS NULL, LIKE; e.g. \"langpair = 'en-de'\""),
     Option("engine", STRING, "auto", commands=(AGGREGATE,), choices=("auto", "local", "spark"),
            job_file=False,
-           help="auto (default): local tables in-process without a JVM, others on Spark"),
+           help="auto (default): local and object-store (s3, gs, abfs) tables in-process "
+                "without a JVM, others on Spark"),
 )
 
 
@@ -244,10 +254,19 @@ def metric_choices(values: Mapping[str, Any]) -> Tuple[Tuple[str, Any], ...]:
     return tuple((key, values[key]) for key in metric_options() if key in values)
 
 
+def reference_metrics(values: Mapping[str, Any]) -> tuple:
+    """The reference metrics a score run measures: `--metrics`, which defaults to bleu unless
+    only segment scores or checks are asked for."""
+    if values.get("metrics") is None and (values.get("segment_scores") or values.get("checks")):
+        return ()
+    return parse_names(values.get("metrics"))
+
+
 def metrics_asked_warnings(values: Mapping[str, Any]) -> list:
     """`score`: a warning for each metric option set that no metric of `--metrics` reads."""
-    measured = parse_names(values["metrics"])
-    return unused_option_warnings(values, measured, f"--metrics is {','.join(sorted(measured))}")
+    measured = reference_metrics(values)
+    named = ','.join(sorted(measured)) if measured else "not given"
+    return unused_option_warnings(values, measured, f"--metrics is {named}")
 
 
 def check_grouping(group_by, grouping_sets) -> None:

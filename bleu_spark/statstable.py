@@ -166,17 +166,27 @@ def add_up(table: pa.Table, keys: Sequence[str],
     return pa.table({c: columns[c] for c in [*keys, *values]})
 
 
+def _options_of(table: pa.Table, name) -> list:
+    """The distinct metric options texts of a metric's rows."""
+    rows = table.filter(pc.fill_null(pc.equal(table["metric"], name), False))
+    return pc.unique(rows[METRIC_OPTIONS]).to_pylist()
+
+
 def check_measurement(table: pa.Table) -> None:
     """Saved statistics are of the metrics and format this installation scores: other ones (a
     metric it does not know, a newer layout) would be scored wrongly without a word, so they are
     refused, naming what was found and what is supported."""
-    supported = {"metric": tuple(metrics.REGISTRY), "format_version": (FORMAT_VERSION,)}
     problems = []
-    for column, wanted in supported.items():
-        found = [v for v in pc.unique(table[column]).to_pylist() if v not in wanted]
-        if found:
-            problems.append(f"{column} {', '.join(sorted(map(str, found)))} "
-                            f"(this installation reads {column} {', '.join(map(str, wanted))} only)")
+    unknown = [name for name in pc.unique(table["metric"]).to_pylist()
+               if not metrics.readable(name, _options_of(table, name))]
+    if unknown:
+        problems.append(f"metric {', '.join(sorted(map(str, unknown)))} (this installation reads "
+                        f"metric {', '.join([*metrics.REGISTRY, *metrics.CHECKS])} and segment "
+                        f"scores only)")
+    found = [v for v in pc.unique(table["format_version"]).to_pylist() if v != FORMAT_VERSION]
+    if found:
+        problems.append(f"format_version {', '.join(sorted(map(str, found)))} (this installation "
+                        f"reads format_version {FORMAT_VERSION} only)")
     if problems:
         again = any(p.startswith("format_version") for p in problems)
         raise IncompatibleStatisticsError(f"statistics of {'; '.join(problems)}"

@@ -1,19 +1,26 @@
 """One module (or package) per metric, and the registry."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Type
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 from ..errors import IncompatibleStatisticsError, UsageError
 from .base import Choices, Metric, StatColumn
 from .bleu import Bleu
+from .checks import CHECKS, Check, parse_checks
 from .chrf import Chrf, ChrfPlusPlus
+from .means import SegmentScore, parse_segment_scores
 from .ter import Ter
 
-# The registry: name (as `--metrics` and the statistics table's `metric` column spell it) -> metric.
+# The registry of reference metrics: name (as `--metrics` and the statistics table's `metric`
+# column spell it) -> metric.
 REGISTRY: Dict[str, Type[Metric]] = {m.name: m for m in (Bleu, Chrf, ChrfPlusPlus, Ter)}
 DEFAULT = ("bleu",)
+# Every kind of metric a statistics table may hold: the reference metrics, the checks
+# (`--checks`, by name) and segment scores (`--segment-scores`, named by their columns).
+KINDS: Tuple[Type[Metric], ...] = (*REGISTRY.values(), *CHECKS.values(), SegmentScore)
 
-__all__ = ["Choices", "Metric", "StatColumn", "REGISTRY", "DEFAULT", "get", "parse_names", "configured",
+__all__ = ["Choices", "Metric", "StatColumn", "REGISTRY", "CHECKS", "KINDS", "DEFAULT", "get",
+           "parse_names", "parse_checks", "parse_segment_scores", "configured", "declaration",
            "of_row", "is_stat_column", "column_comment", "stat_column", "stat_order", "checked_choices"]
 
 
@@ -42,50 +49,74 @@ def configured(names: Sequence[str], settings: Mapping[str, Any], choices: Any) 
     return tuple(get(name).from_settings(settings, choices) for name in names)
 
 
+def extra_metrics(segment_scores, checks, settings: Mapping[str, Any]) -> tuple:
+    """The metrics measured from the rows' own columns: a segment score per `(column, better)`
+    of `--segment-scores`, a check per name of `--checks`; a name taken twice is one line."""
+    made = (*(SegmentScore(column, better) for column, better in segment_scores),
+            *(CHECKS[name].from_settings(settings) for name in checks))
+    for metric in made[:len(segment_scores)]:
+        if metric.name in REGISTRY or metric.name in CHECKS:
+            raise UsageError(f"--segment-scores column {metric.name} has the name of a metric; "
+                             f"rename it in the input")
+    return made
+
+
+def declaration(name: str) -> Type[Metric]:
+    """The kind of metric a statistics row's `metric` names: a reference metric, a check, else
+    a segment score (named by its column)."""
+    return REGISTRY.get(name) or CHECKS.get(name) or SegmentScore
+
+
+def readable(name, options_texts: Sequence[Optional[str]]) -> bool:
+    """Whether statistics rows of this metric name, with these options texts, are of a kind this
+    installation scores (a segment score by its recorded kind)."""
+    if name in REGISTRY or name in CHECKS:
+        return True
+    return name is not None and all(SegmentScore.recorded(t) for t in options_texts)
+
+
 def of_row(row: Mapping[str, Any], choices: Any) -> Metric:
     """The metric of one statistics row, with the run's scoring choices."""
-    name = row["metric"]
-    if name not in REGISTRY:
-        raise IncompatibleStatisticsError(f"statistics of metric {name} (this installation reads "
-                                          f"{', '.join(REGISTRY)})")
-    return REGISTRY[name].from_measurement(row, choices)
+    return declaration(row["metric"]).from_measurement(row, choices)
 
 
 def is_stat_column(name: str) -> bool:
-    return any(m.owns_column(name) for m in REGISTRY.values())
+    return any(m.owns_column(name) for m in KINDS)
 
 
 def column_comment(name: str) -> str:
     """What a statistic column holds, said by the metric owning it."""
-    return next(m.column_comment(name) for m in REGISTRY.values() if m.owns_column(name))
+    return next(m.column_comment(name) for m in KINDS if m.owns_column(name))
 
 
 def stat_column(name: str) -> StatColumn:
     """A statistic column's declaration (type, how rows combine it), from the metric owning it."""
-    return next(m.stat_column(name) for m in REGISTRY.values() if m.owns_column(name))
+    return next(m.stat_column(name) for m in KINDS if m.owns_column(name))
 
 
 def reserved_column(name: str) -> bool:
     """Whether a group column would take the name of a statistic column of some metric."""
-    return any(name.startswith(m.column_prefixes) or m.owns_column(name) for m in REGISTRY.values())
+    return any(name.startswith(m.column_prefixes) or m.owns_column(name) for m in KINDS)
 
 
 def result_types() -> dict:
     """Every metric's result fields and their Arrow types, in registry order."""
     types: dict = {}
-    for metric in REGISTRY.values():
+    for metric in KINDS:
         types.update(metric.result_types)
     return types
 
 
 def order_of(name: str) -> int:
-    """A metric's place in the registry (the order rows of one group are shown in)."""
-    return list(REGISTRY).index(name) if name in REGISTRY else len(REGISTRY)
+    """A metric's place among the kinds (the order rows of one group are shown in): the
+    reference metrics, the checks, then segment scores."""
+    named = [*REGISTRY, *CHECKS]
+    return named.index(name) if name in named else len(named)
 
 
 def stat_order(names: Sequence[str]) -> List[str]:
-    """Statistic columns in the registry's order, each metric's in its own."""
-    owners = list(REGISTRY.values())
+    """Statistic columns in the kinds' order, each metric's in its own."""
+    owners = list(KINDS)
 
     def key(name):
         index = next(i for i, m in enumerate(owners) if m.owns_column(name))

@@ -135,6 +135,10 @@ class Metric(ABC):
     # Its options (`bleu_spark.settings`): the command line, the job file and the checks come
     # from these declarations.
     options_declared: ClassVar[Tuple[Option, ...]] = ()
+    # Whether its statistics come from the references (`segment_statistics`); a metric measured
+    # from other columns of the row instead names them in `reads` and gives `row_statistics`.
+    needs_references: ClassVar[bool] = True
+    reads: Tuple[str, ...] = ()
 
     # --- measuring -------------------------------------------------------------------------
 
@@ -217,6 +221,18 @@ class Metric(ABC):
         """(n, width) of `combine.matrix_type(columns())`: each segment's statistics.
         `candidates`: strings without nulls; `references`: lists of strings, each with a
         non-null one at least; `tokenizer`: the rows' tokenizer when `uses_tokenizer`."""
+
+    def target_warnings(self, targets: Sequence[str]) -> List[str]:
+        """Lines about scoring text of these target languages with these options (none here)."""
+        return []
+
+    def row_statistics(self, columns: Mapping[str, pa.Array]) -> np.ndarray:
+        """(n, width): each row's statistics from the columns it `reads` (by name)."""
+        raise TypeError(f"{self.name} is measured from candidates and references")
+
+    def rejections(self, columns: Mapping[str, pa.Array]) -> Optional[pa.Array]:
+        """Per row, why the columns it `reads` cannot be measured, or null; None: never."""
+        return None
 
     def measure(self, candidates: pa.Array, references: pa.Array,
                 tokenizer=None) -> Tuple[np.ndarray, int]:

@@ -23,6 +23,7 @@ from .base import Metric, StatColumn, nrefs_label, OptionsText, yes_no
 from .ter_kernel import TerOptions, ter_score, ter_statistics
 
 PREFIX = "ter_"
+ASIAN_TARGETS = ("ja", "zh", "ko")
 SCALE = 2520  # lcm(1..10): the mean of up to 10 reference lengths times this is an integer
 COLUMNS = ("ter_edits", "ter_ref_len_scaled")
 # sacrebleu's `TER(...)` options, as its command line names them with `--ter-`.
@@ -116,6 +117,17 @@ class Ter(Metric):
                 "n_segments": row["n_segments"], "tokenize": None,
                 "signature": self.signature(nrefs_label(row["min_refs"], row["max_refs"])),
                 "verbose": f"TER = {score:.2f}"}
+
+    def target_warnings(self, targets: Sequence[str]) -> List[str]:
+        """Without Asian support (and the normalization it comes with), tercom's tokenizer keeps
+        a Japanese, Chinese or Korean sentence as a word or two: a TER of hundreds (897.92 on
+        WMT22 en-zh), sacrebleu's number and meaningless to a reader."""
+        asian = [t for t in targets if t in ASIAN_TARGETS]
+        if not asian or (self.options.asian_support and (self.options.normalized or self.options.no_punct)):
+            return []
+        return [f"TER on {', '.join(asian)} text without --ter-asian-support (with "
+                f"--ter-normalized): its text is a word or two a segment to tercom, so the "
+                f"score is edits of whole sentences, hundreds where a reader expects 0-100"]
 
     def sacrebleu_statistics(self, stats: np.ndarray) -> np.ndarray:
         """sacrebleu's `[edits, mean reference length]`: the mean is the scaled integer / 2520,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..metrics import REGISTRY, order_of
+from ..metrics import REGISTRY, declaration, order_of
 from .bands import band_colour, interpretation
 from .shared import (DEFAULT_METRIC, LANGPAIR, MISSING, SYSTEM, group_label, label_columns,
                      metric_name, value_text)
@@ -129,6 +129,15 @@ def _noun(label_cols: Sequence[str]) -> Tuple[str, str]:
     return NOUNS.get(only, ("group", "groups"))
 
 
+def shown_metric(row: dict, name: Optional[str]):
+    """What a section of a metric reads its title, bands and direction from: the row's measured
+    metric (a segment score's are its column's), else the kind its name says, else BLEU."""
+    measured = getattr(row, "measured", None)
+    if measured is not None:
+        return measured
+    return declaration(name) if name else REGISTRY[DEFAULT_METRIC]
+
+
 def _ranked(groups: List[Group], higher_is_better: bool = True) -> List[Group]:
     """Best first (the highest score, or the lowest for a metric where lower is better)."""
     sign = -1.0 if higher_is_better else 1.0
@@ -149,7 +158,7 @@ def sections_of(scores: Sequence[dict], group_cols: Sequence[str]) -> List[Secti
     keys = sorted(buckets, key=lambda k: (k[0] is None, str(k[0]), order_of(k[1])))
     sections = []
     for number, (langpair, name) in enumerate(keys):
-        metric = REGISTRY.get(name, REGISTRY[DEFAULT_METRIC])
+        metric = shown_metric(buckets[langpair, name][0].row, name)
         title = value_text(langpair) if by_langpair else f"All {_noun(label_cols)[1]}"
         sections.append(Section(f"{title} · {metric.title}" if several else title, langpair,
                                 _ranked(buckets[langpair, name], metric.higher_is_better),

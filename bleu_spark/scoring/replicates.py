@@ -79,10 +79,13 @@ def add_clusters(rows: List[dict], replicates: List, groups: List[dict],
     for key, systems in comparisons.items():
         named = ", ".join(f"{c}={shown(v)}" for c, v in zip(others, key)) or "the table"
         check_same_segments(systems, f"{named} ({key[-1]})", "--clusters")
+    # A segment score's direction is its own (declared per column), so it comes from the
+    # row's measured metric, not from the metric's kind.
+    better = {id(row): metric_of(group, None).higher_is_better for row, group in zip(rows, groups)}
     clusters.add_clusters(
         rows, replicates, key_of=key_of,
         name_of=lambda r: r[system_col],
-        higher_is_better_of=lambda r: metrics.REGISTRY[r["metric"]].higher_is_better)
+        higher_is_better_of=lambda r: better[id(r)])
 
 
 def sample_matrix(sums: pa.Table, column: str, index: int, group: dict, grouping_set,

@@ -16,9 +16,11 @@ from .tables import GROUPING
 class ScoreRow(dict):
     """A score row (its fields), carrying its group's summed statistics (`statistics`: name ->
     value, None without scored segments) for the dashboard, and sacrebleu's JSON fields of the
-    group (`sacrebleu`: `name`, `verbose_score`) for `scores.json`; neither is a field of the row."""
+    group (`sacrebleu`: `name`, `verbose_score`) for `scores.json`, and the metric it was
+    scored with (`measured`: the report's titles and directions); none is a field of the row."""
     statistics: dict = {}
     sacrebleu: dict = {}
+    measured = None
 
 
 def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices,
@@ -60,6 +62,7 @@ def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: metrics.
     row[GROUPING] = label(grouping_set, implicit)
     metric = metric_of(sums, config)
     row["metric"] = metric.name
+    row.measured = metric
     statistics = [sums[name] for name in metric.names]
     if sums["n_segments"]:
         row.update(metric.result(statistics, sums))

@@ -73,8 +73,8 @@ def group_fields(stats: pa.Table, sets: Sequence[GroupingSet]) -> List[pa.Field]
 def _result_fields(rows: List[dict]) -> set:
     """The result fields of the rows' metrics (the default metric's when there are no rows)."""
     names = {r.get("metric") for r in rows} or set(metrics.DEFAULT)
-    return {f for name in names if name in metrics.REGISTRY
-            for f in metrics.REGISTRY[name].result_fields()}
+    return {f for name in names if name is not None
+            for f in metrics.declaration(name).result_fields()}
 
 
 def scores_table(rows: List[dict], fields: Sequence[pa.Field]) -> pa.Table:

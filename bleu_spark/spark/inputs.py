@@ -152,8 +152,12 @@ def scoring_input(spark: SparkSession, table: io.InputTable, options, group_cols
 
     def frames():
         df, names = table.frame, options.references_cols
-        listed = len(names) == 1 and io.is_string_array(df.schema[names[0]].dataType)
-        references = column(names[0]) if listed else F.array(*columns(names))
+        if not options.needs_references and not set(names) <= set(df.columns):
+            references = F.lit(None).cast("array<string>")  # none read: only row columns are
+        elif len(names) == 1 and io.is_string_array(df.schema[names[0]].dataType):
+            references = column(names[0])
+        else:
+            references = F.array(*columns(names))
         added = [references.alias(REFERENCES), F.lit(None).cast("string").alias(ROW_REASON)]
         where = [F.col(f"_metadata.{name}").alias(alias)
                  for name, alias in zip(("file_path", "row_index"), POSITION)] if position else []

@@ -362,6 +362,10 @@ def is_atomic(dtype) -> bool:
     return isinstance(dtype, ATOMIC_TYPES)
 
 
+def is_numeric(dtype) -> bool:
+    return isinstance(dtype, T.NumericType)
+
+
 def _near(name: str, fields) -> list:
     """Columns named like `name` but for case or a plural's s (`reference` for `references`)."""
     stem = name.lower().rstrip("s")

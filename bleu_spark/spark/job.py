@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from .. import compiled, notices, scoring, segments, settings, statstable, store
-from ..languages import tokenizer_warnings, tokenizers_by_pair
+from ..languages import target_warnings, tokenizer_warnings, tokenizers_by_pair
 from ..errors import EmptyInputError, UsageError
 from ..resampling import POISSON, SACREBLEU, Resampling
 from . import drilldown, inputs, io, runtime
@@ -225,6 +225,7 @@ def show(options: JobOptions, measurement: Measurement) -> Shown:
     tokenizers = tokenizers_by_pair(stats, options.langpair_col, options.text)
     measurement.warnings += tokenizer_warnings(stats, options.langpair_col, options.text,
                                                options.measured, tokenizers)
+    measurement.warnings += target_warnings(stats, options.langpair_col, options.measured)
     scores = scoring.score_sets(stats, sets, options.choices, resampling, segment_stats,
                                 options.partition_by)
     paired = None

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Optional, Tuple
 from .. import settings, store
 from ..errors import UsageError
 from ..languages import TextSettings
-from ..metrics import DEFAULT as DEFAULT_METRICS, configured, parse_names
+from ..metrics import configured, extra_metrics, parse_checks, parse_segment_scores
 from ..resampling import SACREBLEU, Resampling
 from . import inputs
 
@@ -40,7 +40,11 @@ class JobOptions:
     tokenize: str = settings.default("tokenize")       # the text settings every metric reads
     spm_model: Optional[str] = settings.default("spm_model")
     resampling: Resampling = field(default_factory=Resampling)
-    metrics: Tuple[str, ...] = DEFAULT_METRICS          # measured in one pass, by registry name
+    metrics: Optional[Tuple[str, ...]] = None           # reference metrics by registry name;
+    # None: bleu, or none when segment scores or checks are asked for (`settings.reference_metrics`)
+    segment_scores: Tuple[str, ...] = ()                # numeric columns, each a mean metric
+    checks: Tuple[str, ...] = ()                        # reference-free checks, by name
+    source_col: str = settings.default("source_col")    # read by the copy check
     metric_settings: Tuple[Tuple[str, Any], ...] = ()   # metrics' options, e.g. lowercase, chrf_beta
     segments: bool = False                              # also write DIR/segments/, a row a segment
     segments_columns: Tuple[str, ...] = ()              # input columns the segments table carries
@@ -52,8 +56,13 @@ class JobOptions:
     text: Optional[TextSettings] = field(init=False, compare=False, repr=False, default=None)
 
     def __post_init__(self):
-        object.__setattr__(self, "metrics", parse_names(self.metrics))
-        measured = configured(self.metrics, self.choices, None)
+        object.__setattr__(self, "metrics", settings.reference_metrics(
+            {"metrics": self.metrics, "segment_scores": self.segment_scores, "checks": self.checks}))
+        columns = {"candidate_col": self.candidate_col, "source_col": self.source_col,
+                   "langpair_col": self.langpair_col}
+        extra = extra_metrics(parse_segment_scores(self.segment_scores), parse_checks(self.checks),
+                              columns)
+        measured = (*configured(self.metrics, self.choices, None), *extra)
         object.__setattr__(self, "measured", measured)
         object.__setattr__(self, "text", TextSettings(
             self.tokenize, self.spm_model,
@@ -88,6 +97,11 @@ class JobOptions:
                    resampling=Resampling(**settings.fields_from(Resampling, values)),
                    metric_settings=settings.metric_choices(values),
                    warnings=tuple(settings.metrics_asked_warnings(values)))
+
+    @property
+    def needs_references(self) -> bool:
+        """Whether a measured metric reads references (not segment scores and checks alone)."""
+        return any(m.needs_references for m in self.measured)
 
     @property
     def choices(self) -> dict:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 from pyspark.sql import types as T
 
 from .. import metrics, scoring, segments
+from ..metrics import parse_segment_scores
 from ..resampling import POISSON
 from ..tokenizers import AUTO
 from ..errors import MissingColumnError, UsageError
@@ -68,8 +69,10 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
     per_segment_rows = segments_plan(options, columns)  # first: its column checks name the option
     auto = options.text.tokenize == AUTO and options.langpair_col in columns
     rules = [io.ColumnRule(options.candidate_col, "string", io.is_string, "--candidate-col")]
-    if not options.references:
+    if not options.references and (options.needs_references
+                                   or set(options.references_cols) <= set(columns)):
         rules += inputs.reference_rules(options, columns)
+    rules += metric_column_rules(options)
     keys = dict.fromkeys([*group_cols, *options.join_on, *options.segment_key])
     rules += [io.ColumnRule(c, "an atomic type", io.is_atomic) for c in keys]
     if auto:
@@ -88,6 +91,15 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
                          replicates=resampling.replicates, trials=resampling.trials,
                          seed=resampling.seed, per_segment=tuple(dict.fromkeys(per_segment)),
                          metrics=options.measured)
+
+
+def metric_column_rules(options: JobOptions) -> list:
+    """The columns the segment scores and checks read: numbers, and text."""
+    numeric = {c for c, _ in parse_segment_scores(options.segment_scores)}
+    read = dict.fromkeys(c for m in options.measured for c in m.reads if c != options.candidate_col)
+    flags = {options.source_col: "--source-col", options.langpair_col: "--langpair-col"}
+    return [io.ColumnRule(c, "a number", io.is_numeric, "--segment-scores") if c in numeric
+            else io.ColumnRule(c, "string", io.is_string, flags.get(c, "")) for c in read]
 
 
 def segments_plan(options: JobOptions, columns: Sequence[str]) -> Optional[SegmentsPlan]:

@@ -149,7 +149,9 @@ class ArrowScan:
     def _references(self, batch: pa.RecordBatch) -> pa.Array:
         """The references as one list per row; string columns of one reference each (one such
         column too) become a list of all of them, null where a row has none (as Spark's
-        `array(...)`)."""
+        `array(...)`); all null when no metric reads them and the files have none."""
+        if not self.references_cols:
+            return pa.nulls(batch.num_rows, pa.list_(pa.string()))
         first = batch.column(self.references_cols[0])
         if len(self.references_cols) == 1 and _is_list(first.type):
             # pyarrow keeps its large and fixed-size lists in the footer; Spark reads them all
@@ -325,9 +327,12 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
     fields = [T.StructField(c, added[c]) if c in added else table.schema[c] for c in plan.read_columns]
     read = [f for f in fields if f.name in in_files]
     folders = [f for f in fields if f.name not in added and f.name not in in_files]
+    # Without a metric that reads them, references the files lack are none (null lists).
+    references_cols = tuple(c for c in options.references_cols
+                            if plan.needs_references or c in in_files)
     unlike = ([f.name for f in read if not isinstance(f.dataType, _READ_ALIKE)]
               + [f.name for f in folders if not isinstance(f.dataType, _FOLDER_ALIKE)]
-              + [c for c in options.references_cols if c not in in_files])
+              + [c for c in references_cols if c not in in_files])
     if unlike:
         return (f"column(s) {', '.join(unlike)} read by Spark's scan only "
                 f"(a type pyarrow reads otherwise, or not in every file)")
@@ -342,8 +347,8 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
     return ArrowScan(tasks=_cut(groups, tasks), rows=rows, bytes=size,
                      row_groups=sum(m.num_row_groups for m in footers.values()), scan_id=uuid.uuid4().hex,
                      spark_schema=T.StructType(fields),
-                     file_columns=tuple(dict.fromkeys([f.name for f in read] + list(options.references_cols))),
-                     references_cols=tuple(options.references_cols), references=plan.references_col,
+                     file_columns=tuple(dict.fromkeys([f.name for f in read] + list(references_cols))),
+                     references_cols=references_cols, references=plan.references_col,
                      reason=plan.reason_col, segment_hash=plan.segment_hash_col,
                      batch_rows=batch_rows if batch_rows > 0 else 10_000, position=position)
 

@@ -82,10 +82,16 @@ class PartitionPlan:
         """The columns the partition function reads, in the order it gets them."""
         kept = (*self.segments.key_cols, *(c for _, c in self.segments.carried)) if self.segments else ()
         return tuple(dict.fromkeys([*self.group_cols, *self.per_segment, *kept, self.candidate_col,
-                                    self.references_col,
+                                    self.references_col, *(c for m in self.measured for c in m.reads),
                                     *([self.langpair_col] if self.langpair_col else []),
                                     *([self.segment_hash_col] if self.segment_hash_col else []),
                                     self.reason_col]))
+
+    @property
+    def needs_references(self) -> bool:
+        """Whether a measured metric reads the references (not when only segment scores and
+        checks are measured: the input need not have any)."""
+        return any(m.needs_references for m in self.measured)
 
     @property
     def keys(self) -> Tuple[str, ...]:
@@ -122,8 +128,16 @@ def _local_model(path: Optional[str]) -> Optional[str]:
 
 
 def _reasons(batch: pa.RecordBatch, plan: PartitionPlan) -> pa.Array:
+    """Why each row cannot be scored, or null: across rows (the reason column), the text and
+    references, and the columns a metric reads (a null segment score). A row is scored by every
+    measured metric or by none, so a run's metrics cover the same segments."""
     found = batch.column(plan.reason_col) if plan.reason_col else None
-    return rejection_reasons(batch.column(plan.candidate_col), batch.column(plan.references_col), found)
+    for metric in plan.measured:
+        own = metric.rejections({c: batch.column(c) for c in metric.reads})
+        if own is not None:
+            found = own if found is None else pc.coalesce(found, own)
+    return rejection_reasons(batch.column(plan.candidate_col), batch.column(plan.references_col),
+                             found, plan.needs_references)
 
 
 def _tokenizer_names(batch: pa.RecordBatch, plan: PartitionPlan) -> pa.Array:
@@ -198,6 +212,12 @@ class _PartitionSums:
         plan = self.plan
         stats = np.zeros((batch.num_rows, metric.width), combine.matrix_type(metric.columns()))
         candidates, references = batch.column(plan.candidate_col), batch.column(plan.references_col)
+        if metric.reads:
+            if len(scored_rows):
+                take = pa.array(scored_rows)
+                stats[scored_rows] = metric.row_statistics({c: batch.column(c).take(take)
+                                                            for c in metric.reads})
+            return stats
         if not metric.uses_tokenizer:
             if len(scored_rows):
                 stats[scored_rows] = metric.segment_statistics(candidates.take(scored_rows),
