@@ -19,6 +19,7 @@ from .declaration import AGGREGATE
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 from .resampling import Resampling
 from .shown import shown
+from .store.remote import is_remote
 from .tablenames import check_table_name
 
 ENGINES = settings.option("engine").choices
@@ -34,7 +35,7 @@ class AggregateOptions:
     grouping_sets: Optional[Tuple[Tuple[str, ...], ...]] = None
     where: Optional[str] = None                      # a filter (bleu_spark.predicate), not SQL
     report: bool = False
-    engine: str = settings.default("engine")         # auto: local tables here, others on Spark
+    engine: str = settings.default("engine")         # auto: on Spark only what pyarrow cannot read
     # The metrics' scoring options, e.g. (("smooth_method", "floor"), ("weights", (0.5, 0.5))):
     # those that change no statistic (docs/options.md); the others come with the statistics.
     choices: Tuple[Tuple[str, Any], ...] = ()
@@ -108,7 +109,8 @@ class AggregateOptions:
     @property
     def on_spark(self) -> bool:
         return self.engine == "spark" or (self.engine == "auto" and (
-            self.stats_table is not None or self.catalog is not None or not _is_local(self.stats)))
+            self.stats_table is not None or self.catalog is not None
+            or not (_is_local(self.stats) or is_remote(self.stats))))
 
 
 @dataclass

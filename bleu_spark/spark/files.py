@@ -66,3 +66,46 @@ def read_files(spark: SparkSession, where: store.TableFiles, files: List[str],
     paths = spark.createDataFrame([(f,) for f in files], "path string")
     paths = paths.repartition(min(len(files), runtime.parallelism(spark)))
     return paths.mapInArrow(read, from_arrow_schema(full))
+
+
+def read_remote_input(spark: SparkSession, path: str, schema) -> DataFrame:
+    """A remote input pyarrow reads (`io.remote_files`) as a DataFrame its tasks read through
+    pyarrow too, its partition folders' values typed as `schema` says: what the rows Spark
+    handles (rejected ones written back whole, a pass forced onto Spark's side) are read from,
+    with no Spark connector for the scheme (no hadoop-aws for `s3a://`)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from . import io
+
+    schema = _nullable(schema)
+    files = io.remote_files(path)
+    names = io.partition_names(files.files, files.base) or []
+    folders = io.folder_values(files.files, files.base, names, files.filesystem())
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    columns = [n for n in arrow.names if n not in names]
+
+    def read(batches):
+        fs = files.filesystem()
+        for batch in batches:
+            for file in batch.column(0).to_pylist():
+                table = pq.read_table(file, filesystem=fs, columns=columns)
+                for name in names:
+                    value = pa.scalar(folders[file].get(name)).cast(arrow.field(name).type)
+                    table = table.append_column(name, pa.repeat(value, table.num_rows))
+                yield from table.select(arrow.names).cast(arrow).to_batches()
+
+    paths = spark.createDataFrame([(f,) for f in files.files], "path string")
+    return paths.repartition(min(len(files.files), runtime.parallelism(spark))).mapInArrow(read, schema)
+
+
+def _nullable(dtype):
+    """A type as Spark reads it from Parquet: every field, element and value nullable."""
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable(f.dataType)) for f in dtype.fields])
+    if isinstance(dtype, T.ArrayType):
+        return T.ArrayType(_nullable(dtype.elementType))
+    if isinstance(dtype, T.MapType):
+        return T.MapType(_nullable(dtype.keyType), _nullable(dtype.valueType))
+    return dtype

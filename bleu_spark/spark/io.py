@@ -5,8 +5,8 @@ import fnmatch
 import glob
 import os
 import re
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, replace
+from functools import cached_property, lru_cache
 from typing import Optional, Sequence
 
 import pyarrow as pa
@@ -14,7 +14,9 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from .. import store
 from ..errors import ColumnTypeError, InputNotFoundError, MissingColumnError, OutputError
+from ..store import remote
 from . import runtime
 
 ATOMIC_TYPES = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType, T.BooleanType,
@@ -52,11 +54,8 @@ def spark_path(spark: SparkSession, path: str) -> str:
 
 
 def _hidden(name: str) -> bool:
-    """Files and folders Spark does not read as data (its rule for file sources): `.crc`,
-    `_SUCCESS`, `_temporary` (but a `_key=value` folder is a partition), copies in progress
-    (`._COPYING_`), and Parquet's summary files (`_metadata`, `_common_metadata`)."""
-    return ((name.startswith("_") and "=" not in name) or name.startswith(".")
-            or name.endswith("._COPYING_"))
+    """Files and folders Spark does not read as data (`store.remote.hidden`, for remote inputs too)."""
+    return remote.hidden(name)
 
 
 def _summary(name: str) -> bool:
@@ -129,16 +128,17 @@ def check_output_outside_input(input_path: str, output: str, what: str = "input"
                           f"be read as input by the next run; write the result elsewhere")
 
 
-def _check_footers(files: Sequence[str], what: str) -> None:
+def _check_footers(files: Sequence[str], what: str, schema_of=None) -> None:
     """Every file's footer read (cheap: no data): a file that is not Parquet (truncated, say) is
-    exit 3 naming it, and files that disagree on a column's type are exit 5 naming both."""
+    exit 3 naming it, and files that disagree on a column's type are exit 5 naming both.
+    `schema_of`: a file's schema from its footer read already (a remote input's)."""
     import pyarrow.parquet as pq
 
     seen = {}  # column -> (type, first file with it)
     clashes = []
     for path in files:
         try:
-            schema = pq.read_schema(path)
+            schema = schema_of(path) if schema_of else pq.read_schema(path)
         except (pa.ArrowInvalid, OSError) as exc:
             raise InputNotFoundError(f"{what} file {path} is not readable Parquet: {exc}") from None
         for field in schema:
@@ -167,7 +167,10 @@ def read_failure(exc: BaseException):
 
 def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
     """The schema of a local file, folder or glob, from Parquet footers (no JVM needed), so bad
-    paths and columns fail in a second with one line; None for remote URIs (Spark checks those)."""
+    paths and columns fail in a second with one line; of a remote one pyarrow reads too
+    (`remote_schema`); None for other remote URIs (Spark checks those)."""
+    if remote.is_remote(path):
+        return remote_schema(path, what)
     if not is_local(path):
         return None
     import pyarrow.dataset as ds
@@ -183,6 +186,73 @@ def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
         return spark_schema(dataset.schema)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"{what} is not readable Parquet: {path}: {exc}") from None
+
+
+def remote_files(path: str, what: str = "input") -> remote.Remote:
+    """A remote input's files (`store.remote.listed`), listed once a run for the settings in
+    force, with the folder its partition folders start in."""
+    return _remote_files(path, what, tuple(sorted(store.settings().items())))
+
+
+@lru_cache(maxsize=8)
+def _remote_files(path: str, what: str, _settings) -> remote.Remote:
+    listed = remote.listed(path, what)
+    literal = not remote.has_magic(path)
+    folder = literal and listed.files != (remote.fs_path(path),)
+    base = hive_base(path, literal=literal) or (path if folder else None)
+    return replace(listed, base=base and remote.fs_path(base))
+
+
+@lru_cache(maxsize=8)
+def remote_footers(files: remote.Remote, what: str = "input") -> dict:
+    return remote.footers(files, what)
+
+
+def remote_schema(path: str, what: str = "input") -> Optional[T.StructType]:
+    """The schema Spark reads a remote input with, from its footers and folder names: None when
+    its files differ in columns, or Spark may type a partition folder otherwise than
+    `store.remote.folder_type` (Spark's scan reads it then)."""
+    files = remote_files(path, what)
+    schemas = {f: m.schema.to_arrow_schema() for f, m in remote_footers(files, what).items()}
+    _check_footers([files.uri_of(f) for f in files.files], what,
+                   lambda uri: schemas[remote.fs_path(uri)])
+    if len({tuple(s.names) for s in schemas.values()}) > 1:
+        return None
+    names = partition_names(files.files, files.base)
+    if names is None:
+        return None
+    values = folder_values(files.files, files.base, names, files.filesystem())
+    types = [(n, remote.folder_type([v[n] for v in values.values()])) for n in names]
+    if any(t is None for _, t in types):
+        return None
+    file_fields = spark_schema(schemas[files.files[0]]).fields
+    return T.StructType([*file_fields, *(T.StructField(n, _spark_type(t)) for n, t in types)])
+
+
+def partition_names(files: Sequence[str], base: Optional[str]) -> Optional[list]:
+    """The partition columns the folders below `base` name (`key=value`), the same for every
+    file; None when they differ (Spark refuses such a layout in its own words)."""
+    if base is None:
+        return []
+    names = {tuple(p.split("=", 1)[0] for p in f[len(base.rstrip("/")) + 1:].split("/")[:-1] if "=" in p)
+             for f in files}
+    return list(names.pop()) if len(names) == 1 else None
+
+
+def folder_values(files: Sequence[str], base: Optional[str], names: Sequence[str],
+                  filesystem=None) -> dict:
+    """Each file's partition folder values (`key=value` below `base`, decoded as Spark
+    decodes them), as strings; null for Hive's default partition."""
+    import pyarrow.dataset as ds
+
+    if not names:
+        return {f: {} for f in files}
+    folders = pa.schema([(n, pa.string()) for n in names])
+    flavor = ds.partitioning(folders, flavor="hive")
+    dataset = ds.dataset(list(files), schema=folders, format="parquet", partitioning=flavor,
+                         partition_base_dir=base, filesystem=filesystem)
+    return {fragment.path: ds.get_partition_keys(fragment.partition_expression)
+            for fragment in dataset.get_fragments()}
 
 
 class UnreadableType(T.DataType):
@@ -279,6 +349,9 @@ def footer_schema(path: str) -> Optional[T.StructType]:
     schema = local_schema(path)
     if schema is None:
         return None
+    if remote.is_remote(path):  # its folders typed already, its files alike (`remote_schema`)
+        return T.StructType([T.StructField(f.name, f.dataType) for f in schema.fields
+                             if not isinstance(f.dataType, UnreadableType)])
     names = set(schema.fieldNames())
     if (any(set(pq.read_schema(f).names) != names for f in local_files(path))
             or local_files(path, summaries=True)):
@@ -301,6 +374,10 @@ class InputTable:
 
     @cached_property
     def frame(self) -> DataFrame:
+        if self._schema is not None and remote.is_remote(self.path):
+            from .files import read_remote_input
+
+            return read_remote_input(self.spark, self.path, self._schema)
         return read_parquet(self.spark, self.path, schema=readable_schema(local_schema(self.path)))
 
     @property

@@ -171,6 +171,8 @@ def _read_footers(spark: SparkSession, table: io.InputTable, options: JobOptions
     say_progress("reading the input's Parquet footers", options.progress_seconds)
     found = arrow_scan(spark, table, options, plan)
     scan = found if isinstance(found, ArrowScan) else None  # else why Spark's scan reads
+    if scan is None and not io.is_local(options.input) and options.scan != "spark":
+        say_progress(f"Spark's scan reads {options.input}: {found}", options.progress_seconds)
     # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
     rows_read = scan.rows if scan else table.frame.count()
     if rows_read == 0 and not options.allow_empty_input:

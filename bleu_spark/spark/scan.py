@@ -16,9 +16,11 @@ or types Spark reads its own way, Parquet summary files: `io.footer_schema`); ot
 never started.
 
 It applies to local inputs (paths every executor sees, as Spark's own reading of a local path
-needs) whose files Spark lists the same way, and to columns whose values pyarrow reads as
-Spark does (strings, integers, booleans, dates, and partition folders of strings, integers
-and dates). Anything else is read by Spark's scan.
+needs) whose files Spark lists the same way, to inputs on object stores pyarrow has a file
+system for (`s3://`, `s3a://`, `gs://`, `abfs://`: `store/remote.py`, listed and typed without
+Spark, the file system's settings handed to the tasks), and to columns whose values pyarrow
+reads as Spark does (strings, integers, booleans, dates, and partition folders of strings,
+integers and dates). Anything else (`hdfs://`, say) is read by Spark's scan.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from ..errors import InputNotFoundError
 from ..hashes import reference_hashes
 from ..segments import INPUT_FILE, INPUT_ROW, POSITION
+from ..store import remote
 from . import io, runtime
 from .inputs import scoring_tasks, user_split_bytes
 from .stats import merged_sums, output_schema, partial_sums as partition_function
@@ -49,6 +52,7 @@ _READ_ALIKE = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType,
                T.DateType)
 _FOLDER_ALIKE = (T.StringType, T.IntegerType, T.LongType, T.DateType)
 BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+REMOTE_BUFFER = 8 << 20   # a remote file's read size: one request per 8 MiB of a column's pages
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,11 @@ class ArrowScan:
     segment_hash: Optional[str]            # Spark's xxhash64 of the references, when resampling
     batch_rows: int = 10_000
     position: bool = False                 # each row's file and index in it (segments.POSITION)
+    source: Optional[remote.Remote] = None  # a remote input's files: how the tasks open them
+
+    def file_uri(self, path: str) -> str:
+        """A file as Spark's `_metadata.file_path` names it."""
+        return self.source.uri_of(path) if self.source else spark_file_uri(path)
 
     @property
     def schema(self) -> pa.Schema:
@@ -111,7 +120,7 @@ class ArrowScan:
         else:
             sums = runtime.run_tasks(spark, len(self.tasks), task, merge, counters)
         if isinstance(sums, UnreadableFile):
-            raise InputNotFoundError(f"file file://{sums.args[0]} cannot be read: {sums.args[1]}")
+            raise InputNotFoundError(f"file {self.file_uri(sums.args[0])} cannot be read: {sums.args[1]}")
         return sums
 
     def batches(self, indices: Iterator[int]) -> Iterator[pa.RecordBatch]:
@@ -120,7 +129,7 @@ class ArrowScan:
         for task in indices:
             for piece in self.tasks[task]:
                 row = piece.first_row
-                for batch in _read(piece, self.file_columns, self.batch_rows, self.scan_id):
+                for batch in _read(piece, self.file_columns, self.batch_rows, self.scan_id, self.source):
                     yield self._shaped(batch, piece, schema, row)
                     row += batch.num_rows
 
@@ -128,7 +137,7 @@ class ArrowScan:
         n, folders = batch.num_rows, dict(piece.folders)
         arrays = []
         references = self._references(batch)
-        position = {INPUT_FILE: pa.repeat(spark_file_uri(piece.path), n),
+        position = {INPUT_FILE: pa.repeat(self.file_uri(piece.path), n),
                     INPUT_ROW: pa.array(np.arange(row, row + n))} if self.position else {}
         for field in schema:
             if field.name in position:
@@ -200,28 +209,34 @@ class UnreadableFile(Exception):
     """A file whose footer was read but whose pages cannot be: (path, reason)."""
 
 
-def _read(piece: Piece, columns: List[str], batch_rows: int, scan_id: str) -> Iterator[pa.RecordBatch]:
+def _read(piece: Piece, columns: List[str], batch_rows: int, scan_id: str,
+          source: Optional[remote.Remote] = None) -> Iterator[pa.RecordBatch]:
     try:
         if piece.skip == 0 and piece.rows is None:
-            with _opened(piece.path) as parquet:
+            with _opened(piece.path, source) as parquet:
                 yield from parquet.iter_batches(batch_rows, piece.row_groups, columns, use_threads=False)
         else:
-            reader = _group_reader(piece, columns, batch_rows, scan_id)
+            reader = _group_reader(piece, columns, batch_rows, scan_id, source)
             yield from reader.rows(piece.skip, piece.rows)
             if reader.position == reader.group_rows:  # read to its end: no task reads on from it
                 _GroupReader.drop()
     except (OSError, pa.ArrowException) as exc:
         _GroupReader.drop()
-        raise UnreadableFile(piece.path, " ".join(str(exc).split())[:300]) from None
+        raise UnreadableFile(piece.path, remote.short(exc)) from None
 
 
-def _opened(path: str) -> pq.ParquetFile:
-    """A local Parquet file read a page at a time: pyarrow's default reads a row group's column
-    chunks whole first (a row group of a million rows held twice in memory, and slower)."""
-    return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+def _opened(path: str, source: Optional[remote.Remote] = None) -> pq.ParquetFile:
+    """A Parquet file read a page at a time: pyarrow's default reads a row group's column
+    chunks whole first (a row group of a million rows held twice in memory, and slower). A
+    remote file's reads are bigger (a request each)."""
+    if source is None:
+        return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+    return pq.ParquetFile(source.filesystem().open_input_file(path), pre_buffer=False,
+                          buffer_size=REMOTE_BUFFER)
 
 
-def _group_reader(piece: Piece, columns: List[str], batch_rows: int, scan_id: str) -> "_GroupReader":
+def _group_reader(piece: Piece, columns: List[str], batch_rows: int, scan_id: str,
+                  source: Optional[remote.Remote] = None) -> "_GroupReader":
     """This worker's reader of the piece's row group: the one its last task left open when it
     has not yet passed the piece's first row, else a new one."""
     key = (scan_id, piece.path, piece.row_groups[0], tuple(columns), batch_rows)
@@ -229,7 +244,7 @@ def _group_reader(piece: Piece, columns: List[str], batch_rows: int, scan_id: st
     if kept is not None and kept.key == key and kept.position <= piece.skip:
         return kept
     _GroupReader.drop()
-    _GroupReader.kept = _GroupReader(key, piece.path, piece.row_groups[0], columns, batch_rows)
+    _GroupReader.kept = _GroupReader(key, piece.path, piece.row_groups[0], columns, batch_rows, source)
     return _GroupReader.kept
 
 
@@ -242,9 +257,10 @@ class _GroupReader:
     row group at most once, however many pieces it is cut into."""
     kept: Optional["_GroupReader"] = None   # the worker's one reader kept open
 
-    def __init__(self, key: tuple, path: str, group: int, columns: List[str], batch_rows: int):
+    def __init__(self, key: tuple, path: str, group: int, columns: List[str], batch_rows: int,
+                 source: Optional[remote.Remote] = None):
         self.key = key
-        self._file = _opened(path)
+        self._file = _opened(path, source)
         self._batches = self._file.iter_batches(batch_rows, [group], columns, use_threads=False)
         self.group_rows = self._file.metadata.row_group(group).num_rows
         self.position = 0                   # the row of the group that comes next
@@ -282,22 +298,32 @@ def _local_path(uri: str) -> str:
     return unquote(urlparse(uri).path) if uri.startswith("file:") else uri
 
 
-def _folder_values(files: Sequence[str], base: Optional[str], names: Sequence[str]) -> Dict[str, dict]:
-    """Each file's partition folder values (`key=value` below `base`, decoded as Spark
-    decodes them), as strings; null for Hive's default partition."""
-    import pyarrow.dataset as ds
-
-    if not names:
-        return {f: {} for f in files}
-    flavor = ds.partitioning(pa.schema([(n, pa.string()) for n in names]), flavor="hive")
-    dataset = ds.dataset(list(files), format="parquet", partitioning=flavor, partition_base_dir=base)
-    return {fragment.path: ds.get_partition_keys(fragment.partition_expression)
-            for fragment in dataset.get_fragments()}
-
-
 def _typed(value: Optional[str], spark_type: T.DataType):
     """A folder's value as the Python value of Spark's inferred type."""
     return None if value is None else pa.array([value]).cast(to_arrow_type(spark_type))[0].as_py()
+
+
+def _remote_input(table: io.InputTable, path: str):
+    """(files, footers, sizes, base, source) of an input on an object store, listed and read
+    by pyarrow (`io.remote_files`); else why Spark's scan reads it."""
+    if table.read_by_spark:
+        return "Spark types the remote input's partition folders (their values may read as numbers or times)"
+    source = io.remote_files(path)
+    return list(source.files), io.remote_footers(source), source.sizes, source.base, source
+
+
+def _local_input(table: io.InputTable, path: str):
+    """(files, footers, sizes, base, None) of a local input; else why Spark's scan reads it."""
+    # Absolute: the Python workers' working folder is not the driver's (a cluster's executors,
+    # a Spark Connect server).
+    files = [os.path.abspath(f) for f in io.local_files(path)]
+    if table.read_by_spark and (sorted(map(os.path.abspath, files))
+                                != sorted(_local_path(f) for f in table.frame.inputFiles())):
+        return "Spark lists other files than the footers were read from"
+    footers = {f: pq.read_metadata(f) for f in files}
+    local = path[len("file://"):] if path.startswith("file://") else path
+    base = io.hive_base(local) or (local if os.path.isdir(local) else None)
+    return files, footers, list(map(os.path.getsize, files)), base and os.path.abspath(base), None
 
 
 def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Union[ArrowScan, str]:
@@ -309,15 +335,12 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
         return "rows are joined or checked across rows in Spark SQL"
     if options.colocate_references == "always":
         return "rows sharing references are brought together first (--colocate-references always)"
-    if not io.is_local(options.input):
-        return "a remote input (read through Spark's file systems)"
-    # Absolute: the Python workers' working folder is not the driver's (a cluster's executors,
-    # a Spark Connect server).
-    files = [os.path.abspath(f) for f in io.local_files(options.input)]
-    if table.read_by_spark and (
-            sorted(map(os.path.abspath, files)) != sorted(_local_path(f) for f in table.frame.inputFiles())):
-        return "Spark lists other files than the footers were read from"
-    footers = {f: pq.read_metadata(f) for f in files}
+    found = _remote_input(table, options.input) if remote.is_remote(options.input) else (
+        _local_input(table, options.input) if io.is_local(options.input)
+        else remote.spark_only(options.input))
+    if isinstance(found, str):
+        return found
+    files, footers, sizes, base, source = found
     in_files = set.intersection(*(set(m.schema.to_arrow_schema().names) for m in footers.values()))
     added = {plan.references_col: T.ArrayType(T.StringType()), plan.reason_col: T.StringType(),
              plan.segment_hash_col: T.LongType()}
@@ -336,12 +359,10 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
     if unlike:
         return (f"column(s) {', '.join(unlike)} read by Spark's scan only "
                 f"(a type pyarrow reads otherwise, or not in every file)")
-    local = options.input[len("file://"):] if options.input.startswith("file://") else options.input
-    base = io.hive_base(local) or (local if os.path.isdir(local) else None)
-    groups = _pieces(files, footers, folders, base and os.path.abspath(base))
+    groups = _pieces(files, footers, folders, base, source and source.filesystem())
     rows = sum(g.rows for g in groups)
     split = user_split_bytes(spark)  # the user's split size is kept, as for Spark's scan
-    size = sum(map(os.path.getsize, files))
+    size = sum(sizes)
     tasks = -(-size // split) if split else scoring_tasks(rows, runtime.parallelism(spark))
     batch_rows = int(spark.conf.get(BATCH_ROWS, "10000"))
     return ArrowScan(tasks=_cut(groups, tasks), rows=rows, bytes=size,
@@ -350,13 +371,14 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
                      file_columns=tuple(dict.fromkeys([f.name for f in read] + list(references_cols))),
                      references_cols=references_cols, references=plan.references_col,
                      reason=plan.reason_col, segment_hash=plan.segment_hash_col,
-                     batch_rows=batch_rows if batch_rows > 0 else 10_000, position=position)
+                     batch_rows=batch_rows if batch_rows > 0 else 10_000, position=position,
+                     source=source)
 
 
-def _pieces(files, footers, folders, base) -> List[Piece]:
+def _pieces(files, footers, folders, base, filesystem=None) -> List[Piece]:
     """Every row group of every file as a piece, with its partition folders' values typed as
     Spark types them; empty row groups left out."""
-    values = _folder_values(files, base, [f.name for f in folders])
+    values = io.folder_values(files, base, [f.name for f in folders], filesystem)
     pieces = []
     for f in files:
         typed = tuple((d.name, _typed(values[f].get(d.name), d.dataType)) for d in folders)

@@ -123,7 +123,7 @@ def test_score_and_aggregate_on_s3a_equal_the_local_run(s3, spark, tmp_path):
     with fs.open_input_file(f"bucket/daily/{rejected[0]}") as handle:
         assert pq.read_table(handle)["candidate"].to_pylist() == [None]
     summed = cli(s3, "aggregate", "--stats", "s3a://bucket/daily", "--output", "s3a://bucket/week",
-                 "--group-by", "system,langpair")  # on Spark (statistics not on a local disk)
+                 "--group-by", "system,langpair")  # read with pyarrow, no JVM (tests/store/test_s3_input.py)
     assert summed.returncode == 0, summed.stderr[-3000:]
     assert scores_of(fs, "bucket/week/scores.json") == local
 
