@@ -134,6 +134,11 @@ class _LanguageCheck(Check):
     uses_languages = True
     side: ClassVar[str]   # the pair's language the detected one is held against
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.recorded is None:  # to measure: the model must be there (one line if not)
+            langid.identity()
+
     def options_text(self) -> str:
         return f"{KIND}|lid:{langid.identity()}|min_letters:{langid.MIN_LETTERS}"
 

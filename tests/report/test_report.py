@@ -662,3 +662,32 @@ def test_every_chart_is_drawn_by_the_embedded_plotly(open_report, scores, sample
     assert drawn("#scatter-0 .scatterlayer .trace path.js-line") == 1  # the diagonal
     assert report.count(".chart") == 3 and report.count(".chart:not(:has(.main-svg))") == 0
     # no page error nor console error: `open_report` checks both as it closes the page
+
+
+@pytest.mark.browser
+def test_a_lower_is_better_segment_score_and_a_check_rank_lowest_first_without_bands(open_report, scores):
+    """Score rows of a MetricX-like column (lower is better) and of the off_target check beside
+    BLEU's: each has a section of its own, titled by its name, ranked lowest first, and no band."""
+    from bleu_spark.metrics.checks import OffTarget
+    from bleu_spark.metrics.means import SegmentScore
+    from bleu_spark.scoring import ScoreRow
+
+    metricx, off_target = SegmentScore("metricx", "lower"), OffTarget(recorded="kind:check")
+    rows = [r for r in scores if r["langpair"] == "de-en"]
+    extra = []
+    for i, row in enumerate(rows):
+        for measured, value in ((metricx, 3.0 + (i * 7 % 5) / 2), (off_target, (i * 3 % 4) * 0.5)):
+            made = ScoreRow({**row, "metric": measured.name, "score": value, "tokenize": None,
+                             "signature": measured.signature(), "verbose": f"{value:.2f}"})
+            made.measured = measured
+            extra.append(made)
+    report = open_report([dict(r, metric="bleu") for r in rows] + extra, group_cols=GROUP_COLS)
+    titles = report.texts("section h2")
+    assert titles == ["de-en · BLEU", "de-en · off_target", "de-en · metricx"]
+    for number, name in ((1, "off_target"), (2, "metricx")):
+        mine = sorted((r for r in extra if r["metric"] == name), key=lambda r: (r["score"], r["system"]))
+        shown = [float(s) for s in report.column(number, SCORE)]
+        assert shown == sorted(shown) and shown == [round(r["score"], 2) for r in mine]
+    # one band legend, BLEU's: the segment score and the check have no bands
+    assert report.count("ul.legend") == 1
+    assert [t for t in report.texts("p") if t.startswith("The colours of")][0].startswith("The colours of BLEU bars")

@@ -89,7 +89,8 @@ def test_aggregate_refuses_to_sum_different_measurements(tmp_path, other, code, 
 
 
 @pytest.mark.parametrize("column,value,message", [
-    ("metric", "comet", "statistics of metric comet (this installation reads metric bleu, chrf, chrf++, ter only)"),
+    ("metric", "comet", "statistics of metric comet (this installation reads metric bleu, chrf, chrf++, ter, "
+                        "empty, copy, untranslated, off_target and segment scores only)"),
     ("format_version", 4, "statistics of format_version 4 (this installation reads format_version 3 only); "
                        "score the input again with this version"),
 ])
