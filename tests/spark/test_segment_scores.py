@@ -109,3 +109,17 @@ def test_aggregate_of_a_slice_equals_a_fresh_run_of_it_with_intervals_and_cluste
     # lower is better: the best-ranked system has the lowest mean
     ranked = sorted(_by_group(fresh, "comet").values(), key=lambda r: r["rank"])
     assert ranked[0]["score"] == min(r["score"] for r in ranked)
+
+
+def test_paired_tests_of_a_segment_score_compare_its_means(spark, scored_sample):
+    _, path, _, _ = scored_sample
+    tests = Resampling(paired_bs=True, paired_ar=True, baseline="Online-A", n_ar_trials=1000)
+    result = run_job(spark, JobOptions(input=path, group_by=GROUPS, segment_scores=("comet",),
+                                       resampling=tests, progress_seconds=0))
+    means = {(r["langpair"], r["system"]): r["score"] for r in result.scores}
+    paired = [p for p in result.paired if p["metric"] == "comet"]
+    assert {p["test"] for p in paired} == {"paired-bs", "paired-ar"}
+    assert len(paired) == 2 * sum(1 for lp, s in means if s != "Online-A" and (lp, "Online-A") in means)
+    for p in paired:
+        assert abs(p["delta"] - (means[p["langpair"], p["system"]] - means[p["langpair"], "Online-A"])) < 1e-9
+        assert 0 <= p["p_value"] <= 1
