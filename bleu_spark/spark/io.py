@@ -190,7 +190,8 @@ def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
 
 def remote_files(path: str, what: str = "input") -> remote.Remote:
     """A remote input's files (`store.remote.listed`), listed once a run for the settings in
-    force, with the folder its partition folders start in."""
+    force (the preflight's listing serves the run; `forget_remote_inputs` at its end), with the
+    folder its partition folders start in."""
     return _remote_files(path, what, tuple(sorted(store.settings().items())))
 
 
@@ -206,6 +207,13 @@ def _remote_files(path: str, what: str, _settings) -> remote.Remote:
 @lru_cache(maxsize=8)
 def remote_footers(files: remote.Remote, what: str = "input") -> dict:
     return remote.footers(files, what)
+
+
+def forget_remote_inputs() -> None:
+    """The remote inputs listed and their footers, dropped at a run's end: a prefix's files
+    change between runs."""
+    _remote_files.cache_clear()
+    remote_footers.cache_clear()
 
 
 def remote_schema(path: str, what: str = "input") -> Optional[T.StructType]:

@@ -109,6 +109,20 @@ def by_group_dated(scores):
     return {(str(r["run_date"]), r["system"], r["langpair"], r["metric"]): r["score"] for r in scores}
 
 
+@pytest.mark.spark
+def test_a_file_added_to_the_prefix_is_read_by_the_next_run_in_the_same_process(s3, spark):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    table = pq.read_table(SAMPLE).slice(0, 300)
+    with s3["fs"].open_output_stream("bucket/growing/part-0.parquet") as out:
+        pq.write_table(table, out)
+    first = run_job(spark, JobOptions(input="s3a://bucket/growing", progress_seconds=0))
+    with s3["fs"].open_output_stream("bucket/growing/part-1.parquet") as out:
+        pq.write_table(table, out)
+    second = run_job(spark, JobOptions(input="s3a://bucket/growing", progress_seconds=0))
+    assert (first.run["rows"]["read"], second.run["rows"]["read"]) == (300, 600)
+
+
 def test_no_hadoop_aws_jar_anywhere():
     import pyspark
 
