@@ -142,6 +142,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if unreadable is not None:
             raise unreadable from None
         raise
+    finally:
+        io.forget_remote_inputs()  # listed once a run: the next run lists the prefix anew
 
 
 def _start(spark: SparkSession, options: JobOptions, run_id: str) -> str:
@@ -149,8 +151,6 @@ def _start(spark: SparkSession, options: JobOptions, run_id: str) -> str:
     if options.text.spm_model:
         runtime.ship_file(spark, options.text.spm_model)
     job_group = f"bleu-spark-{run_id}"
-    finally:
-        io.forget_remote_inputs()  # listed once a run: the next run lists the prefix anew
     runtime.tag_jobs(spark, job_group, "bleu-spark score")
     return job_group
 
