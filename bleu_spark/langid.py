@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from importlib import metadata, resources
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -66,8 +66,11 @@ def known_languages() -> frozenset:
 
 def judged(texts: pa.Array) -> np.ndarray:
     """Per text, whether it holds enough letters to be judged (nulls are not)."""
-    letters = pc.utf8_length(pc.replace_substring_regex(texts, r"[^\p{L}]+", ""))
-    return pc.fill_null(pc.greater_equal(letters, MIN_LETTERS), False).to_numpy(zero_copy_only=False)
+    last = _LAST.about(texts)
+    if last.judged is None:
+        letters = pc.utf8_length(pc.replace_substring_regex(texts, r"[^\p{L}]+", ""))
+        last.judged = pc.fill_null(pc.greater_equal(letters, MIN_LETTERS), False).to_numpy(zero_copy_only=False)
+    return last.judged.copy()
 
 
 def detect(texts: List[str]) -> List[str]:
@@ -76,14 +79,55 @@ def detect(texts: List[str]) -> List[str]:
     return [model.predict(" ".join(text.splitlines()))[0][0][len(_LABEL):] for text in texts]
 
 
-def detected(texts: pa.Array, rows: np.ndarray) -> List[Optional[str]]:
-    """The language of `texts` at `rows`, each distinct text detected once (a batch often holds
-    the same output of several systems, or repeated boilerplate); None elsewhere."""
-    found: List[Optional[str]] = [None] * len(texts)
+def detected(texts: pa.Array, rows: np.ndarray) -> pa.Array:
+    """The language of `texts` at `rows`, null elsewhere (a string array as long as `texts`);
+    each distinct text detected once (a batch often holds the same output of several systems,
+    or repeated boilerplate) and, while it is remembered, once in the process."""
     if not len(rows):
-        return found
-    picked = texts.take(pa.array(rows)).dictionary_encode()
-    languages = detect(picked.dictionary.to_pylist())
-    for row, index in zip(rows, picked.indices.to_numpy(zero_copy_only=False)):
-        found[row] = languages[index]
-    return found
+        return pa.nulls(len(texts), pa.string())
+    last = _LAST.about(texts)
+    if last.rows is None or not np.array_equal(last.rows, rows):
+        picked = texts.take(pa.array(rows)).dictionary_encode()
+        languages = pa.array(_languages_of(picked.dictionary.to_pylist()), pa.string())
+        codes = np.full(len(texts), -1, np.int64)
+        codes[rows] = picked.indices.to_numpy(zero_copy_only=False)
+        last.rows, last.languages = np.array(rows), languages.take(pa.array(codes, mask=codes < 0))
+    return last.languages
+
+
+class _LastTexts:
+    """The texts `judged` and `detected` were last asked about, and their answers:
+    `untranslated` and `off_target` ask about the same candidates of a batch one after the
+    other, and the second is answered from here (the texts compared whole, not by identity)."""
+
+    texts: Optional[pa.Array] = None
+    judged: Optional[np.ndarray] = None
+    rows: Optional[np.ndarray] = None
+    languages: Optional[pa.Array] = None
+
+    def about(self, texts: pa.Array) -> "_LastTexts":
+        """These answers, forgotten first if they were about other texts."""
+        if self.texts is None or not (self.texts is texts or self.texts.equals(texts)):
+            self.texts, self.judged, self.rows, self.languages = texts, None, None, None
+        return self
+
+
+_LAST = _LastTexts()
+
+
+# The languages this process has detected, by text: a text met again in a later batch (the same
+# output of another system, boilerplate) is not detected again (fastText's predict, 15-25 us a
+# text, is most of what the language checks cost). Emptied when it would pass _REMEMBERED texts
+# (a few batches' worth), so a worker's memory stays bounded.
+_KNOWN: Dict[str, str] = {}
+_REMEMBERED = 50_000
+
+
+def _languages_of(texts: List[str]) -> List[str]:
+    """`detect` of distinct texts, through the texts remembered."""
+    new = [text for text in texts if text not in _KNOWN]
+    if len(_KNOWN) + len(new) > _REMEMBERED:
+        _KNOWN.clear()
+        new = texts
+    _KNOWN.update(zip(new, detect(new)))
+    return [_KNOWN[text] for text in texts]

@@ -16,6 +16,7 @@ language-pair column as the tokenizer's are (`languages.py`).
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple
 
 import numpy as np
@@ -124,10 +125,8 @@ class Copy(Check):
 
     def flags(self, columns):
         candidates, sources = columns[self.candidate_col], columns[self.source_col]
-        normal = lambda texts: [None if t is None else " ".join(t.split()) for t in texts.to_pylist()]
-        same = np.array([c == s and bool(c) for c, s in zip(normal(candidates), normal(sources))], bool)
         unjudged = sources.is_null().to_numpy(zero_copy_only=False)
-        return same & ~unjudged, unjudged
+        return _copied(candidates, sources) & ~unjudged, unjudged
 
 
 class _LanguageCheck(Check):
@@ -145,12 +144,13 @@ class _LanguageCheck(Check):
     def flags(self, columns):
         candidates, pairs = columns[self.candidate_col], columns[self.langpair_col]
         expected = _pair_languages(pairs, self.side)
-        judged = langid.judged(candidates) & np.array([e is not None for e in expected], bool)
+        judged = langid.judged(candidates) & expected.is_valid().to_numpy(zero_copy_only=False)
         found = langid.detected(candidates, np.flatnonzero(judged))
-        flagged = np.array([j and self.flagged(f, e) for j, f, e in zip(judged, found, expected)], bool)
-        return flagged, ~judged
+        flagged = pc.fill_null(self.flagged(found, expected), False).to_numpy(zero_copy_only=False)
+        return flagged & judged, ~judged
 
-    def flagged(self, detected: str, expected: str) -> bool:
+    def flagged(self, detected: pa.Array, expected: pa.Array) -> pa.Array:
+        """Per row, whether the detected language is a failure (null where either is null)."""
         raise NotImplementedError
 
 
@@ -159,7 +159,7 @@ class Untranslated(_LanguageCheck):
     side = "source"
 
     def flagged(self, detected, expected):
-        return detected == expected
+        return pc.equal(detected, expected)
 
 
 class OffTarget(_LanguageCheck):
@@ -167,18 +167,50 @@ class OffTarget(_LanguageCheck):
     side = "target"
 
     def flagged(self, detected, expected):
-        return detected != expected
+        return pc.not_equal(detected, expected)
 
 
 CHECKS = {c.name: c for c in (Empty, Copy, Untranslated, OffTarget)}
 
 
 def _empty(candidates: pa.Array) -> np.ndarray:
-    return np.array([not (c or "").split() for c in candidates.to_pylist()], bool)
+    """Per row, whether the text is null or whitespace only (nothing left by `str.split()`)."""
+    if not _arrow_whitespace_is_pythons():
+        return np.array([not (c or "").split() for c in candidates.to_pylist()], bool)
+    blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(candidates)), 0)
+    return pc.fill_null(blank, True).to_numpy(zero_copy_only=False)
 
 
-def _pair_languages(pairs: pa.Array, side: str) -> list:
-    """Per row, the pair's language on `side` as the model names it, or None when it cannot be
+def _copied(candidates: pa.Array, sources: pa.Array) -> np.ndarray:
+    """Per row, whether the candidate is not empty and equals the source once both are
+    `" ".join(text.split())` (false where either is null)."""
+    if not _arrow_whitespace_is_pythons():
+        normal = lambda texts: [None if t is None else " ".join(t.split()) for t in texts.to_pylist()]
+        return np.array([c == s and bool(c) for c, s in zip(normal(candidates), normal(sources))], bool)
+    normal = lambda texts: pc.binary_join(pc.utf8_split_whitespace(pc.utf8_trim_whitespace(texts)), " ")
+    candidate = normal(candidates)
+    same = pc.and_(pc.equal(candidate, normal(sources)), pc.not_equal(candidate, ""))
+    return pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+
+
+# Every character that is whitespace to Python's `str.isspace` or to Arrow (ASCII's, Unicode's
+# separators Zs, Zl, Zp) lies below U+3001
+_WHITESPACE_BELOW = 0x3001
+
+
+@functools.lru_cache(maxsize=1)
+def _arrow_whitespace_is_pythons() -> bool:
+    """Whether Arrow's whitespace (`utf8_trim_whitespace`, `utf8_split_whitespace`) is the
+    whitespace of `str.split()` character for character, so `empty` and `copy` are computed
+    on whole arrays with the same verdicts (true of pyarrow 26; checked once a process, not
+    assumed: a per-row loop otherwise)."""
+    characters = [chr(code) for code in range(_WHITESPACE_BELOW)]
+    arrow = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(pa.array(characters))), 0)
+    return arrow.to_pylist() == [character.isspace() for character in characters]
+
+
+def _pair_languages(pairs: pa.Array, side: str) -> pa.Array:
+    """Per row, the pair's language on `side` as the model names it, or null when it cannot be
     judged there (unread, unknown to the model, or a pair of one language)."""
     encoded = pairs.dictionary_encode()
     known = langid.known_languages()
@@ -187,7 +219,7 @@ def _pair_languages(pairs: pa.Array, side: str) -> list:
         source, target = source_language(pair), target_language(pair)
         language = source if side == "source" else target
         values.append(language if language in known and source != target else None)
-    return [None if i is None else values[i] for i in encoded.indices.to_pylist()]
+    return pa.array(values, pa.string()).take(encoded.indices)
 
 
 def parse_checks(value) -> Tuple[str, ...]:
