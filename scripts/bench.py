@@ -36,6 +36,10 @@ standalone cluster.
 ``--segments`` runs a2 and c, then c with ``--segments`` (carrying ``--segments-columns``),
 and prints the extra time and memory of writing the segments table and its bytes per input row.
 
+``--check-costs`` times, as whole processes in alternated rounds (``--repeats``), what a row
+costs in CPU for the reference-free checks (all four, each alone, with BLEU) and a segment score
+column against BLEU alone, sacrebleu's a2 and Spark alone (``scripts/bench/check_costs.py``).
+
 3. checks that a1, a2, b, c, d and e give identical per-group results (score within 1e-9; counts,
    totals, sys_len, ref_len and n_segments equal) and exits 1 if they do not, before any speed
    is printed;
@@ -55,6 +59,7 @@ Examples::
     python scripts/bench.py --segments --input ../shared/data/wmt22.parquet
     python scripts/bench.py --segments --rows 10000000 --paths c --row-groups 64
     python scripts/bench.py --input ../shared/data/wmt22.parquet --metric-costs --cost-rows 1000
+    python scripts/bench.py --input ../shared/data/wmt22.parquet --check-costs --repeats 3
     python scripts/bench.py --input ../shared/data/wmt22.parquet --tokenizer-costs \
         --job-root /tmp/old                    # us per row per langpair, two checkouts, one process
 

@@ -1,6 +1,6 @@
 """The command line: the options, and which mode they pick (the paths, --start-up,
---scale-groups, --segments, --tokenizer-costs, --metric-costs), or a child process's internal
-form (`_score`, `_spark_floor`)."""
+--scale-groups, --segments, --tokenizer-costs, --metric-costs, --check-costs), or a child
+process's internal form (`_score`, `_spark_floor`)."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from .bleu_costs import run_costs
+from .check_costs import DEFAULT_VARIANTS, run_check_costs
 from .chrf_ter_costs import run_metric_costs
 from .corpus import prepare_input
 from .environment import REPO, machine_info
@@ -105,8 +106,8 @@ def _cost_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--batch-rows", type=int, default=10_000,
                     help="rows per batch for --tokenizer-costs (default 10000)")
     ap.add_argument("--repeats", type=int, default=3,
-                    help="--tokenizer-costs: rounds, alternating the checkouts; the best counts "
-                         "(default 3)")
+                    help="--tokenizer-costs: rounds, alternating the checkouts; the best counts; "
+                         "--check-costs: rounds of every variant, the median counts (default 3)")
     ap.add_argument("--cost-order", choices=["file", "segment"], default="file",
                     help="--tokenizer-costs: rows in file order, or each segment's rows side by "
                          "side as when references are brought together (default file)")
@@ -116,6 +117,16 @@ def _cost_options(ap: argparse.ArgumentParser) -> None:
                     help="per-row cost of chrF, chrF++ and TER statistics against sacrebleu's, one process")
     ap.add_argument("--cost-rows", type=int, default=1000,
                     help="rows a language pair for --metric-costs (default 1000)")
+    ap.add_argument("--check-costs", action="store_true",
+                    help="CPU per row of the whole process for the reference-free checks and a "
+                         "segment score against BLEU alone and sacrebleu, --repeats alternated "
+                         "rounds (scripts/bench/check_costs.py); exit 1 if scores differ")
+    ap.add_argument("--check-variants", default=DEFAULT_VARIANTS,
+                    help=f"--check-costs: the runs of a round (default {DEFAULT_VARIANTS}); "
+                         f"NAME@base runs a job variant from --check-base-root")
+    ap.add_argument("--check-base-root", default=None,
+                    help="--check-costs: another checkout (a snapshot, as --job-root) that "
+                         "NAME@base variants run, to compare two versions of the checks")
 
 
 def _sweep_options(ap: argparse.ArgumentParser) -> None:
@@ -182,6 +193,8 @@ def _on_input(args, paths: List[str]) -> int:
         return run_costs(args, input_path, info)
     if args.metric_costs:
         return run_metric_costs(args, input_path, info)
+    if args.check_costs:
+        return run_check_costs(args, input_path, info)
     return run_paths(args, paths, input_path, corpus_meta, info)
 
 

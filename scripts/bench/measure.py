@@ -75,8 +75,10 @@ class TreeMonitor:
                         name = p.name()
                         # spark-submit's bash execs java: same pid, new program
                         if self.names.get(p.pid) != name:
-                            self.names[p.pid] = name
+                            # the kind first: a process gone before its cmdline is read is
+                            # seen anew at the next poll, never named without a kind
                             self.kinds[p.pid] = _classify(p.cmdline(), name)
+                            self.names[p.pid] = name
                             if self.on_new:
                                 self.on_new(p.pid, self.kinds[p.pid], p)
                         kind = self.kinds[p.pid]
