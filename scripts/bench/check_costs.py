@@ -85,6 +85,7 @@ def run_check_costs(args, input_path: Path, info: Dict[str, Any]) -> int:
     if problems:
         return 1
     print_summary(report, rows, args.repeats)
+    print_round_ratios(runs)
     return 0
 
 
@@ -250,3 +251,30 @@ def print_summary(report: Dict[str, Dict[str, Any]], rows: int, repeats: int) ->
                  f"({goal(checks['net_us_per_row'], bleu['net_us_per_row'])})"
                  if bleu["net_us_per_row"] else "no floor measured")
               + "; goal: within 1.5x")
+
+
+def print_round_ratios(runs: Dict[str, List[Dict[str, Any]]]) -> None:
+    """Each variant against BLEU alone within each round (the runs closest in time), whole and
+    less that round's Spark alone: the spread of the ratios, not of the loads."""
+    if not runs.get("bleu"):
+        return
+    print("per round, against BLEU alone of the same round (whole process; less Spark alone):")
+    floors = [r["cpu_total_s"] for r in runs.get("floor", [])]
+    for variant, measured in runs.items():
+        if variant in ("bleu", "floor"):
+            continue
+        pairs = list(zip(measured, runs["bleu"]))
+        whole = ", ".join(f"{r['cpu_total_s'] / b['cpu_total_s']:.2f}" for r, b in pairs)
+        net = ", ".join(f"{(r['cpu_total_s'] - f) / (b['cpu_total_s'] - f):.2f}"
+                        for (r, b), f in zip(pairs, floors)) if floors and variant != "sacrebleu" else "-"
+        print(f"  {variant:<20} {whole:<22} {net}")
+
+
+def reprint(path: str) -> int:
+    """The summary of a saved `--json` report, again (`--check-report`)."""
+    saved = json.loads(Path(path).read_text())
+    runs = saved["runs"]
+    print(f"{saved['input']}; machine: {saved['machine'].get('cpu')}, {saved['machine'].get('nproc')} cores")
+    print_summary(summarize(runs, saved["rows"]), saved["rows"], len(next(iter(runs.values()))))
+    print_round_ratios(runs)
+    return 0

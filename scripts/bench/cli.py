@@ -10,6 +10,7 @@ from typing import List, Optional, Sequence
 
 from .bleu_costs import run_costs
 from .check_costs import DEFAULT_VARIANTS, run_check_costs
+from .check_costs import reprint as reprint_check_costs
 from .chrf_ter_costs import run_metric_costs
 from .corpus import prepare_input
 from .environment import REPO, machine_info
@@ -30,6 +31,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     ap = build_parser()
     args = ap.parse_args(argv)
+    if args.check_report:
+        return reprint_check_costs(args.check_report)
     if args.start_up:
         return _start_up(args)
     if args.scale_groups:
@@ -124,6 +127,8 @@ def _cost_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--check-variants", default=DEFAULT_VARIANTS,
                     help=f"--check-costs: the runs of a round (default {DEFAULT_VARIANTS}); "
                          f"NAME@base runs a job variant from --check-base-root")
+    ap.add_argument("--check-report", metavar="JSON", default=None,
+                    help="print the --check-costs summary of a saved --json report again")
     ap.add_argument("--check-base-root", default=None,
                     help="--check-costs: another checkout (a snapshot, as --job-root) that "
                          "NAME@base variants run, to compare two versions of the checks")
