@@ -198,7 +198,7 @@ def run_score(args: argparse.Namespace) -> int:
         _stop_spark(spark)
     rows = result.run["rows"]
     console.print_scores(result, f"rows: read {rows['read']}, scored {rows['scored']}, "
-                          f"rejected {rows['rejected']}")
+                          f"rejected {rows['rejected']}", options.output, options.catalog)
     if result.run.get("tokenizers"):  # --tokenize auto: the tokenizer each pair, as written, got
         print("tokenizers: " + ", ".join(f"{pair!r} {name}" for pair, name
                                          in result.run["tokenizers"].items()))
@@ -238,7 +238,8 @@ def run_aggregate(args: argparse.Namespace) -> int:
         if spark is not None:
             _stop_spark(spark)
     rows = result.run["rows"]
-    console.print_scores(result, f"segments: scored {rows['scored']}, rejected {rows['rejected']}")
+    console.print_scores(result, f"segments: scored {rows['scored']}, rejected {rows['rejected']}",
+                         options.output, options.catalog)
     notices.print_warnings(result.run["warnings"])
     print(wrote_line(written_to(options), result.run["timings"]["total_s"]))
     return 0

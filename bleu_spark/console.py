@@ -1,9 +1,12 @@
 """What the commands print: the scores table, the paired tests, the signatures, the warnings."""
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from .shown import shown
+
+SHOWN_ROWS = 60     # score rows printed; the rest are read from the tables
+SHOWN_PAIRED = 20   # paired tests printed
 
 # Console columns aligned to the right: numbers.
 NUMERIC = ("n_segments", "n_rejected", "score")
@@ -96,12 +99,36 @@ def paired_fields():
     return {*PAIRED_TYPES, "method"}
 
 
-def print_scores(result, counts: str) -> None:
-    """The scores table, the paired tests, a line of counts, and the signatures."""
-    print(format_table(result.scores, shown_columns(result.scores)))
+def print_scores(result, counts: str, output: Optional[str] = None,
+                 catalog: Optional[str] = None) -> None:
+    """The scores table, the paired tests, a line of counts, and the signatures: at most
+    SHOWN_ROWS score rows and SHOWN_PAIRED paired tests, and where the rest are, so the console
+    stays readable at any number of groups (`result.run` counts them all)."""
+    rows = result.scores[:SHOWN_ROWS]
+    print(format_table(rows, shown_columns(rows)))
+    groups = result.run.get("groups", len(result.scores))
+    if groups > len(rows):
+        print(more_line(len(rows), groups, "score rows", "scores", output, catalog))
     if result.paired:
-        print("\n" + format_paired(result.paired))
-    print(f"\n{counts}\n{format_signatures(result.scores)}")
+        print("\n" + format_paired(result.paired[:SHOWN_PAIRED]))
+        tests = result.run.get("paired_tests", len(result.paired))
+        if tests > SHOWN_PAIRED:
+            print(more_line(SHOWN_PAIRED, tests, "paired tests", "paired", output, catalog))
+    signed = getattr(result, "signature_rows", None) or result.scores
+    print(f"\n{counts}\n{format_signatures(signed)}")
+
+
+def more_line(shown_count: int, total: int, what: str, table: str, output: Optional[str],
+              catalog: Optional[str]) -> str:
+    """One line: how many rows were shown, and how to read every one."""
+    if output:
+        where = (f"every one is in {output}/{table}/ (e.g. duckdb -c \"SELECT * FROM "
+                 f"read_parquet('{output}/{table}/**/*.parquet', hive_partitioning = true)\")")
+    elif catalog:
+        where = f"every one is in {catalog}.{table} (e.g. spark-sql -e \"SELECT * FROM {catalog}.{table}\")"
+    else:
+        where = "write them with --output DIR to read every one"
+    return f"... the first {shown_count:,} of {total:,} {what}; {where}"
 
 
 def shown_columns(scores: List[dict]) -> List[str]:

@@ -20,10 +20,17 @@ def say_warnings(warnings: List[str]) -> None:
         _said.append(warning)
 
 
+SHOWN = 20  # warnings printed at a run's end; every one is in run.json
+
+
 def print_warnings(warnings: List[str]) -> None:
-    """The run's warnings, at its end: each once, those said already left out."""
+    """The run's warnings, at its end: each once, those said already left out, at most SHOWN
+    (a warning a group, of a million groups, would bury the rest)."""
     said = set(_said)
-    for warning in dict.fromkeys(warnings):
-        if warning not in said:
-            print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    left = [w for w in dict.fromkeys(warnings) if w not in said]
+    for warning in left[:SHOWN]:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    if len(left) > SHOWN:
+        print(f"{PROG}: warning: ... and {len(left) - SHOWN:,} more warnings, every one in "
+              f"run.json's warnings", file=sys.stderr)
     _said.clear()  # the run is over: a later run in this process says its own again

@@ -265,7 +265,10 @@ class Metric(ABC):
         """Its own fields of the signature, in sacrebleu's order (`Signature`)."""
 
     def signature(self, nrefs: Union[int, str]) -> str:
-        return str(Signature(nrefs, self.signature_fields(), self.version))
+        made = self.__dict__.setdefault("_signatures", {})  # a metric scores many groups
+        if nrefs not in made:
+            made[nrefs] = str(Signature(nrefs, self.signature_fields(), self.version))
+        return made[nrefs]
 
     @abstractmethod
     def result(self, sums: Sequence, row: Mapping[str, Any]) -> dict:

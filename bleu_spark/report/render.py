@@ -25,7 +25,7 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
                   run: Optional[dict] = None, history: Optional[List[dict]] = None,
                   time_col: Optional[str] = None, paired: Optional[List[dict]] = None,
                   partitions: Optional[Dict[str, Sequence[Any]]] = None,
-                  drilldown: Optional[dict] = None) -> str:
+                  drilldown: Optional[dict] = None, left_out: Optional[str] = None) -> str:
     """One self-contained HTML page of the score rows (see the module doc); returns its text.
 
     `scores`: one dict per group (the group columns, score, n_segments, n_rejected, coverage,
@@ -36,7 +36,8 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
     metric's title, interpretation bands and ranking direction. `partitions`: the values of
     each partition column the scores cover (a partitioned folder's report), shown in the header.
     `drilldown`: the run's segments to show (`spark.drilldown.highlights`: `columns`, `worst`,
-    and with a baseline `losses` and `points`).
+    and with a baseline `losses` and `points`). `left_out`: what the page leaves out of a
+    result too large to draw whole, and where it is, said under the title.
     """
     group_cols = list(group_cols)
     sections = sections_of(scores, group_cols)
@@ -58,4 +59,4 @@ def render_report(scores: List[dict], *, group_cols: Sequence[str], title: str =
         figures={c["id"]: c["figure"] for section in sections for c in section.charts},
         plotly_js=plotly_js(), missing=MISSING, significance=SIGNIFICANCE, top=TOP,
         segment_columns=segment_columns, segment_file=segment_file, segment_text=segment_text,
-        segment_baseline=(drilldown or {}).get("baseline"))
+        segment_baseline=(drilldown or {}).get("baseline"), left_out=left_out)

@@ -25,13 +25,15 @@ MIN_INTERVAL_SEGMENTS = 2
 
 
 def replicate_scores(row: dict, group: dict, index: int, sums: pa.Table, segment_stats,
-                      grouping_set, config: metrics.Choices, resampling: Resampling):
+                      grouping_set, config: metrics.Choices, resampling: Resampling,
+                      measured: Optional[metrics.Metric] = None):
     """A group's bootstrap replicate scores, (B,): from its replicate sums (poisson) or from
-    sacrebleu's draws over its segments; None for a group without enough segments."""
+    sacrebleu's draws over its segments; None for a group without enough segments.
+    `measured`: the group's metric, when known."""
     poisson = resampling.method == POISSON
     if not row["n_segments"] or (poisson and row["n_segments"] < MIN_INTERVAL_SEGMENTS):
         return None
-    measured = metric_of(group, config)
+    measured = measured or metric_of(group, config)
     if poisson:
         replicates = sample_matrix(sums, statstable.REPLICATE_SUMS, index, group, grouping_set,
                                     measured.width)
@@ -81,7 +83,8 @@ def add_clusters(rows: List[dict], replicates: List, groups: List[dict],
         check_same_segments(systems, f"{named} ({key[-1]})", "--clusters")
     # A segment score's direction is its own (declared per column), so it comes from the
     # row's measured metric, not from the metric's kind.
-    better = {id(row): metric_of(group, None).higher_is_better for row, group in zip(rows, groups)}
+    better = {id(row): (getattr(row, "measured", None) or metric_of(group, None)).higher_is_better
+              for row, group in zip(rows, groups)}
     clusters.add_clusters(
         rows, replicates, key_of=key_of,
         name_of=lambda r: r[system_col],

@@ -35,15 +35,16 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Cho
     over `segment_stats`, every segment's statistics (sacrebleu). `implicit`:
     the output's partition columns, left out of the grouping labels."""
     all_cols = list(dict.fromkeys(c for s in sets for c in s))
+    metric_for = measured_by(config)
     rows = []
     for grouping_set in sets:
         sums, plain = summed(stats, [*grouping_set, *statstable.MEASUREMENT])
         groups = plain.to_pylist()
         check_one_measurement(groups, grouping_set)
-        scored = [_score_row(r, grouping_set, all_cols, config, implicit) for r in groups]
+        scored = [_score_row(r, grouping_set, all_cols, metric_for(r), implicit) for r in groups]
         if resampling is not None and resampling.bootstrapped:
             replicates = [replicate_scores(row, group, index, sums, segment_stats, grouping_set,
-                                            config, resampling)
+                                            config, resampling, row.measured)
                           for index, (row, group) in enumerate(zip(scored, groups))]
             if resampling.confidence:
                 add_intervals(scored, replicates, resampling)
@@ -56,11 +57,24 @@ def score_sets(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Cho
     return rows
 
 
-def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, config: metrics.Choices,
+def measured_by(config: metrics.Choices):
+    """`metric_of` for the rows of one scoring, made once per measurement (a group a row of
+    a million groups would otherwise parse the same settings a million times)."""
+    made = {}
+
+    def metric_for(row: dict) -> metrics.Metric:
+        key = tuple(row[m] for m in statstable.MEASUREMENT)
+        if key not in made:
+            made[key] = metric_of(row, config)
+        return made[key]
+
+    return metric_for
+
+
+def _score_row(sums: dict, grouping_set: GroupingSet, all_cols, metric: metrics.Metric,
                implicit: Sequence[str] = ()) -> dict:
     row = ScoreRow((c, sums.get(c) if c in grouping_set else None) for c in all_cols)
     row[GROUPING] = label(grouping_set, implicit)
-    metric = metric_of(sums, config)
     row["metric"] = metric.name
     row.measured = metric
     statistics = [sums[name] for name in metric.names]

@@ -16,7 +16,7 @@ from .. import compiled, notices, scoring, segments, settings, statstable, store
 from ..languages import target_warnings, tokenizer_warnings, tokenizers_by_pair
 from ..errors import EmptyInputError, UsageError
 from ..resampling import POISSON, SACREBLEU, Resampling
-from . import drilldown, inputs, io, runtime
+from . import apart, drilldown, inputs, io, runtime
 from .failures import lost_worker_failure, memory_failure
 from .files import write_frame
 from .measure import Measurement, measure, partial_sums_frame
@@ -36,10 +36,13 @@ MAX_SACREBLEU_ROWS = 2_000_000
 
 @dataclass
 class JobResult:
-    scores: List[dict]                 # one row per group of every grouping set
+    # One row per group of every grouping set; scored on the executors (`apart`), the first
+    # rows alone (`run["groups"]` counts them all; every one is in the scores table).
+    scores: List[dict]
     run: dict                          # what run.json holds
-    stats: Optional[pa.Table] = None   # the statistics table the scores come from
+    stats: Optional[pa.Table] = None   # the statistics table the scores come from (on the driver)
     paired: Optional[List[dict]] = None  # paired tests against the baseline, when asked for
+    signature_rows: Optional[List[dict]] = None  # a row of each signature, when not all are shown
 
 
 def score_dataframe(df: DataFrame, group_by: Optional[Sequence[str]] = None,
@@ -107,6 +110,10 @@ class Shown:
     paired: Optional[List[dict]]
     tokenizers: dict
 
+    @property
+    def groups(self) -> int:
+        return len(self.scores)
+
 
 def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     """plan -> measure -> show -> write -> record, into one sink (or none)."""
@@ -122,19 +129,25 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         plan = _plan(options, schema, sink, run_id)
         read = _read_footers(spark, table, options, plan)
         measurement = _measure(spark, table, options, plan, read)
-        showing = show(options, measurement)
+        showing = (apart.show if measurement.on_executors else show)(options, measurement)
         timings = {"score_s": time.time() - started}
-        run = run_record(spark, options, measurement, showing.scores, job_group, read.rows, run_id,
-                         read.bytes)
+        run = run_record(spark, options, measurement, showing.groups, job_group, read.rows,
+                         run_id, read.bytes)
         run["tokenizers"] = showing.tokenizers
-        if sink:
+        if showing.paired is not None:
+            run["paired_tests"] = getattr(showing, "paired_count", len(showing.paired))
+        if sink and measurement.on_executors:
+            timings["write_s"], report = _write_apart(spark, sink, options, plan, schema,
+                                                      measurement, showing, run), None
+        elif sink:
             timings["write_s"], report = _write(spark, sink, options, plan, schema, measurement,
                                                 showing.scores, showing.paired, run)
         timings["total_s"] = time.time() - started
         run["timings"] = timings
         if sink:
             sink.commit(run, report)
-        return JobResult(scores=showing.scores, run=run, stats=measurement.stats, paired=showing.paired)
+        return JobResult(scores=showing.scores, run=run, stats=measurement.stats,
+                         paired=showing.paired, signature_rows=getattr(showing, "signed", None))
     except BaseException as exc:
         if sink:
             sink.abort()
@@ -267,6 +280,26 @@ def _write(spark: SparkSession, sink, options: JobOptions, plan: PartitionPlan,
         _committed_stats(staged), staged.staged_partitions(), measurement.stats, measurement.sets,
         options.choices, run, options.partition_by, hashed, drill))
     return time.time() - started, report
+
+
+def _write_apart(spark: SparkSession, sink, options: JobOptions, plan: PartitionPlan,
+                 schema: T.StructType, measurement: Measurement, shown: apart.ShownApart,
+                 run: dict) -> float:
+    """As `_write`, for groups scored on the executors: the tables are frames their tasks
+    write; the files a person reads are bounded (`apart`). The seconds it took."""
+    started = time.time()
+    written = functools.cache(lambda: _run_segments(spark, plan, schema, sink) if plan.segments
+                              else None)
+    drill = _drilldown(plan, options.resampling, written()) if options.report else None
+    if measurement.rejected:
+        sink.write_table("rejected", measurement.rejected_frame())
+    if plan.segments:
+        sink.write_table(segments.TABLE, written)
+    for name, frame in apart.tables(shown, measurement, options, run):
+        sink.write_table(name, frame)
+    for name, value in apart.files(shown, measurement, options, run, drill):
+        sink.write_file(name, value)
+    return time.time() - started
 
 
 def _run_segments(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,

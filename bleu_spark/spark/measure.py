@@ -18,7 +18,7 @@ from .. import scoring, segments, statstable
 from ..errors import InvalidRowsError
 from ..rows import HINTS
 from ..shown import shown
-from . import inputs, io, reduce, runtime
+from . import distributed, inputs, io, reduce, runtime
 from .names import column, columns, map_in_arrow
 from .options import JobOptions
 from .scan import ArrowScan
@@ -27,6 +27,16 @@ from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, METRIC, N_SEGMENTS, REASON,
                     statistics_table)
 
 EXAMPLES_SHOWN = 5
+# Where groups are scored (`--groups-scored-on`): auto scores on the driver an input of at most
+# DRIVER_ROWS rows, or of at most DRIVER_GROUPS groups once counted; on the executors the rest.
+AUTO, DRIVER, EXECUTORS = "auto", "driver", "executors"
+DRIVER_ROWS = 50_000
+DRIVER_GROUPS = 20_000
+
+
+def scan_frame(scored: inputs.ScoringInput, plan: PartitionPlan) -> DataFrame:
+    """What the partition function reads of Spark's scan: its columns, segment hashes added."""
+    return _with_segment_hash(scored, plan).select(*columns(plan.read_columns))
 
 
 def partial_sums_frame(df: DataFrame, plan: PartitionPlan, *accumulators) -> DataFrame:
@@ -62,6 +72,13 @@ class Measurement:
     segment_stats: Optional[pa.Table]     # None unless sacrebleu's draws are replayed
     warnings: List[str]
     references_tokenized: Any             # the accumulator that counted them
+    # Scored on the executors (`distributed`): the statistics table left there, `stats` None.
+    stats_frame: Optional[DataFrame] = None
+    tasks: int = 1                        # the tasks that scored the rows, and sum and score groups
+
+    @property
+    def on_executors(self) -> bool:
+        return self.stats_frame is not None
 
     @property
     def sets(self):
@@ -87,10 +104,16 @@ def measure(spark: SparkSession, table: io.InputTable, options: JobOptions, plan
     present = table.schema.fieldNames()
     read = [c for c in plan.read_columns if c in present]  # carried segment columns too
     position = bool(plan.segments) and plan.segments.key_cols == segments.POSITION
+    rows = table.frame.count() if rows is None else rows
     scored = inputs.scoring_input(spark, table, options, plan.group_cols, plan.langpair_col,
-                                  table.frame.count() if rows is None else rows, scan, read,
-                                  position)
+                                  rows, scan, read, position)
     accumulators = (rows_done, references_tokenized)
+    if where_scored(options, plan, rows) != DRIVER:
+        measurement = _measured_apart(spark, scored, options, plan, rows, accumulators,
+                                      references_tokenized)
+        if measurement.rejected and options.on_invalid == "fail":
+            raise InvalidRowsError(_failure_message(measurement))
+        return measurement
     if scored.scan is not None:
         partials = scored.scan.partial_sums(spark, plan, *accumulators)
     else:
@@ -104,6 +127,40 @@ def measure(spark: SparkSession, table: io.InputTable, options: JobOptions, plan
     if measurement.rejected and options.on_invalid == "fail":
         raise InvalidRowsError(_failure_message(measurement))
     return measurement
+
+
+def where_scored(options: JobOptions, plan: PartitionPlan, rows: int) -> str:
+    """Where groups are scored: as asked, else (auto) on the driver for inputs too small to
+    have many groups and for sacrebleu's replayed draws (every segment on the driver), and
+    otherwise decided once the groups are counted (`_measured_apart`)."""
+    if plan.per_segment or options.groups_scored_on == DRIVER:
+        return DRIVER
+    if options.groups_scored_on == EXECUTORS or rows > DRIVER_ROWS:
+        return options.groups_scored_on
+    return DRIVER
+
+
+def _measured_apart(spark, scored, options: JobOptions, plan: PartitionPlan, rows: int,
+                    accumulators, references_tokenized) -> Measurement:
+    """The statistics table left on the executors; brought to the driver (and scored there, as
+    for a small input) when it has at most DRIVER_GROUPS rows and the place is auto."""
+    partials = distributed.partials_frame(spark, scored, plan, *accumulators).persist()
+    # As many tasks as scored the rows: a task's groups are at most its rows.
+    tasks = inputs.scoring_tasks(rows, runtime.parallelism(spark))
+    stats = distributed.stats_frame(partials, plan, options.resampling.label, tasks).persist()
+    groups = stats.count()  # the scoring pass runs here
+    rejected = distributed.rejected_counts(partials, plan)
+    partials.unpersist()
+    if options.groups_scored_on == AUTO and groups <= DRIVER_GROUPS:
+        table, warnings = _with_coverage(stats.toArrow(), scored, plan)
+        stats.unpersist()
+        return Measurement(plan, scored, table, rejected, None, warnings, references_tokenized)
+    warnings = []
+    if scored.reference_keys is not None:
+        stats, warnings = distributed.with_coverage(stats, scored.reference_keys, plan.group_cols,
+                                                    scored.segment_key)
+    return Measurement(plan, scored, None, rejected, None, warnings, references_tokenized,
+                       stats_frame=stats, tasks=tasks)
 
 
 def _rejected(partials: pa.Table, plan: PartitionPlan) -> Counter:

@@ -26,6 +26,7 @@ class JobOptions:
     grouping_sets: Optional[Tuple[Tuple[str, ...], ...]] = None  # several groupings, one pass
     partition_by: Tuple[str, ...] = ()              # Hive partitions of the output, e.g. run_date
     report: bool = False                            # also write DIR/report.html
+    groups_scored_on: str = settings.default("groups_scored_on")  # auto, driver or executors
     candidate_col: str = settings.default("candidate_col")
     references_cols: Tuple[str, ...] = settings.field_option(  # an array, or strings
         "references_col", tuple(settings.default("references_col")))
@@ -74,6 +75,9 @@ class JobOptions:
         if self.on_invalid not in ON_INVALID:
             raise UsageError(f"unknown --on-invalid policy {self.on_invalid!r}; "
                              f"choose one of: {', '.join(ON_INVALID)}")
+        if self.groups_scored_on not in settings.option("groups_scored_on").choices:
+            raise UsageError(f"unknown --groups-scored-on {self.groups_scored_on!r}; choose one "
+                             f"of: {', '.join(settings.option('groups_scored_on').choices)}")
         if self.scan not in SCANS:
             raise UsageError(f"unknown --scan {self.scan!r}; choose one of: {', '.join(SCANS)}")
         settings.check("--progress-seconds", self.progress_seconds)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from importlib import metadata
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Optional
 
 import pyarrow.compute as pc
 import pyspark
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from .. import metrics, record, settings
 from . import runtime
@@ -19,12 +20,11 @@ if TYPE_CHECKING:
 
 
 def run_record(spark: SparkSession, options: JobOptions, measurement: Measurement,
-               scores: List[dict], job_group: str, rows_read: int, run_id: str,
+               groups: int, job_group: str, rows_read: int, run_id: str,
                input_bytes: Optional[int] = None) -> dict:
-    """What run.json holds: the effective configuration, the row accounting, versions, tasks."""
-    stats = measurement.stats  # each metric's rows count every row: those of the first
-    first = stats.filter(pc.equal(stats["metric"], measurement.plan.measured[0].name))
-    n_scored = pc.sum(first["n_segments"]).as_py() or 0
+    """What run.json holds: the effective configuration, the row accounting, versions, tasks.
+    `groups`: the score rows of every grouping set."""
+    n_scored = _scored_rows(measurement)
     n_rejected = sum(measurement.rejected.values())
     if rows_read != n_scored + n_rejected:  # counted apart from the scoring pass: a bug if unequal
         raise RuntimeError(f"row accounting broken: read {rows_read}, scored {n_scored}, "
@@ -48,13 +48,23 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
         # None through Spark Connect when Spark's scan read the rows (no accumulators there).
         "references_tokenized": runtime.counted(measurement.references_tokenized),
         "layout": measurement.input.layout,
-        "groups": len(scores),
+        "groups": groups,
         "warnings": measurement.warnings,
         "tasks": runtime.task_summary(spark, job_group),
         "input_bytes": input_bytes,
         "versions": versions(spark),
         "spark": runtime.describe(spark),
     }
+
+
+def _scored_rows(measurement: Measurement) -> int:
+    """Rows scored: each metric's rows count every row, so those of the first metric."""
+    first = measurement.plan.measured[0].name
+    if measurement.on_executors:
+        frame = measurement.stats_frame
+        return frame.filter(F.col("metric") == first).agg(F.sum("n_segments")).first()[0] or 0
+    stats = measurement.stats
+    return pc.sum(stats.filter(pc.equal(stats["metric"], first))["n_segments"]).as_py() or 0
 
 
 def versions(spark: SparkSession) -> dict:

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 
@@ -44,6 +44,7 @@ from ..hashes import reference_hashes
 from ..segments import INPUT_FILE, INPUT_ROW, POSITION
 from ..store import remote
 from . import io, runtime
+from .names import map_in_arrow
 from .inputs import scoring_tasks, user_split_bytes
 from .stats import merged_sums, output_schema, partial_sums as partition_function
 
@@ -122,6 +123,24 @@ class ArrowScan:
         if isinstance(sums, UnreadableFile):
             raise InputNotFoundError(f"file {self.file_uri(sums.args[0])} cannot be read: {sums.args[1]}")
         return sums
+
+    def partials_frame(self, spark: SparkSession, plan, *counters) -> DataFrame:
+        """Each task's partial sums as a DataFrame, left on the executors (`distributed`): a
+        task a partition of task numbers. A file that cannot be read stops the task; the
+        driver says so in one line (`io.read_failure`)."""
+        function = partition_function(plan, *counters)
+        schema = output_schema(plan, self.spark_schema)
+
+        def run(numbers: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            tasks = [n for batch in numbers for n in batch.column(0).to_pylist() if n < len(self.tasks)]
+            try:
+                yield from function(self.batches(iter(tasks)))
+            except UnreadableFile as failure:
+                raise InputNotFoundError(f"file {self.file_uri(failure.args[0])} cannot be read: "
+                                         f"{failure.args[1]}") from None
+
+        count = max(1, len(self.tasks))
+        return map_in_arrow(spark.range(0, count, 1, numPartitions=count), run, schema)
 
     def batches(self, indices: Iterator[int]) -> Iterator[pa.RecordBatch]:
         """The batches of these tasks, with the scan's columns."""

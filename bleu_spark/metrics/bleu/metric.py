@@ -10,9 +10,10 @@ interpretation bands a person reads a BLEU score by are BLEU's alone.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -49,7 +50,7 @@ class BleuResult:
     verbose: str
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return dict(self.__dict__)  # its fields, in order; the lists are this result's own
 
 
 def brevity_penalty(sys_len: int, ref_len: int) -> float:
@@ -220,6 +221,12 @@ _COMMENTS = {"sys_len": "BLEU: summed candidate tokens", "ref_len": "BLEU: summe
              "total": "BLEU: summed candidate n-grams of this order"}
 
 
+@functools.lru_cache(maxsize=None)
+def _columns(max_order: int) -> Tuple[StatColumn, ...]:
+    """The statistic columns of this max order (made once: a score of every group reads them)."""
+    return tuple(StatColumn(n) for n in stats_names(max_order))
+
+
 def _options(choices) -> BleuConfig:
     """BLEU's options from the run's choices: its own options object, or the run's option values
     (`bleu_spark.settings`; those not given take `BleuConfig`'s, the declared defaults)."""
@@ -300,7 +307,7 @@ class Bleu(Metric):
         return _COMMENTS[name.partition("_")[0] if name[-1].isdigit() else name]
 
     def columns(self) -> List[StatColumn]:
-        return [self.stat_column(n) for n in stats_names(self.config.max_ngram_order)]
+        return list(_columns(self.config.max_ngram_order))
 
     def measurement(self) -> dict:
         return {"metric_options": OPTIONS_TEXT.text(self.config)}
