@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
-from ..errors import IncompatibleStatisticsError, UsageError
+from ..errors import UsageError
 from .base import Choices, Metric, StatColumn
 from .bleu import Bleu
-from .checks import CHECKS, Check, parse_checks
+from .checks import CHECKS, parse_checks
 from .chrf import Chrf, ChrfPlusPlus
 from .means import SegmentScore, parse_segment_scores
 from .ter import Ter

@@ -12,7 +12,6 @@ not grow with the number of groups, an executor's grows with its largest compari
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -23,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from .. import errors, metrics, scoring, statstable
+from .. import errors, metrics, scoring
 from ..resampling import Resampling
 from ..scoring.tables import (DASHBOARD_FIELDS, GROUPING, INTERVAL_FIELDS, PAIRED_TYPES,
                               SCORE_TYPES, json_rows)
@@ -33,23 +32,23 @@ from .stats import (METRIC, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan, merged_
                     partial_sums, statistics_table)
 
 SYSTEM = "system"
-ERROR = "_error"              # a scoring task's user error (`errors.BleuSparkError`): class, message
-WARNING = "_warning"          # a paired test's warning (no baseline in a comparison group)
-SET = "_set"                  # the grouping set a score row belongs to, by its place
-ORDER = "_metric_order"       # the metric's place, for rows shown in the driver's order
-SACREBLEU = {"name": "_sacrebleu_name", "verbose_score": "_sacrebleu_verbose"}
+# Columns of the frames between tasks and driver, never written; named so no input column can
+# be one of them.
+ERROR = "__bleu_spark_error"      # a scoring task's user error (`errors.BleuSparkError`)
+WARNING = "__bleu_spark_warning"  # a paired test's warning (no baseline in a comparison group)
+SET = "__bleu_spark_set"          # the grouping set a score row belongs to, by its place
+ORDER = "__bleu_spark_metric"     # the metric's place, for rows shown in the driver's order
+SACREBLEU = {"name": "__bleu_spark_name", "verbose_score": "__bleu_spark_verbose"}
 
 
-def partials_frame(spark: SparkSession, scored, plan: PartitionPlan, *accumulators) -> DataFrame:
+def partials_frame(spark: SparkSession, scan, read: Optional[DataFrame], plan: PartitionPlan,
+                   *accumulators) -> DataFrame:
     """Every task's partial sums, a row per (group, tokenizer, metric, reason) and task, left
-    where they are: the Python workers' own reader (an ArrowScan) or Spark's scan."""
-    if scored.scan is not None:
-        return scored.scan.partials_frame(spark, plan, *accumulators)
-    from .measure import scan_frame  # the frame the partition function reads (segment hashes)
-
-    narrow = scan_frame(scored, plan)
-    return map_in_arrow(narrow, partial_sums(plan, *accumulators),
-                        output_schema(plan, narrow.schema))
+    where they are: read by the Python workers' own reader (`scan`, an ArrowScan) or from
+    Spark's scan (`read`: the columns the partition function reads)."""
+    if scan is not None:
+        return scan.partials_frame(spark, plan, *accumulators)
+    return map_in_arrow(read, partial_sums(plan, *accumulators), output_schema(plan, read.schema))
 
 
 def stats_frame(partials: DataFrame, plan: PartitionPlan, resampling: str,
@@ -331,11 +330,3 @@ def json_lines(scored: DataFrame, sets: Sequence[Tuple[str, ...]]) -> List[dict]
     cols = list(dict.fromkeys(c for s in sets for c in s))
     rows = [as_score_row(r.asDict(), cols) for r in in_order(scored, sets).collect()]
     return json_rows(rows, cols)
-
-
-@dataclass
-class Summary:
-    """What the driver keeps of a result scored on the executors."""
-    groups: int                 # score rows
-    shown: List[dict]           # the first ones, in order
-    warnings: List[str]

@@ -144,7 +144,8 @@ def _measured_apart(spark, scored, options: JobOptions, plan: PartitionPlan, row
                     accumulators, references_tokenized) -> Measurement:
     """The statistics table left on the executors; brought to the driver (and scored there, as
     for a small input) when it has at most DRIVER_GROUPS rows and the place is auto."""
-    partials = distributed.partials_frame(spark, scored, plan, *accumulators).persist()
+    read = None if scored.scan is not None else scan_frame(scored, plan)
+    partials = distributed.partials_frame(spark, scored.scan, read, plan, *accumulators).persist()
     # As many tasks as scored the rows: a task's groups are at most its rows.
     tasks = inputs.scoring_tasks(rows, runtime.parallelism(spark))
     stats = distributed.stats_frame(partials, plan, options.resampling.label, tasks).persist()

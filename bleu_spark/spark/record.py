@@ -11,7 +11,7 @@ import pyspark
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from .. import metrics, record, settings
+from .. import record, settings
 from . import runtime
 
 if TYPE_CHECKING:

@@ -206,7 +206,8 @@ class _Output:
         return {"format": ENTRY_FORMAT, "run_id": self.run_id,
                 "stamp": next_stamp(entries(self.fs, self.path)), "whole": not self.partition_by,
                 "partitions": partitions, "tables": files, "files": list(dict.fromkeys(self.files)),
-                "dropped": [n for n in WHOLE_FOLDER_FILES if self.partition_by and n not in self.files],
+                "dropped": [n for n in (*WHOLE_FOLDER_FILES, *ROW_FILES)
+                            if self.partition_by and n not in self.files],
                 "owner": owner_record()}
 
     def abort(self) -> None:
@@ -258,7 +259,9 @@ class WholeOutput(_Output):
 
 
 # Top-level files that are tables in JSON form, a row per group with its partition values: a
-# partitioned folder's holds every partition's rows, each from the run that wrote it last.
+# partitioned folder's holds every partition's rows, each from the run that wrote it last; a
+# run that leaves it out (too many rows: `spark/apart.py`) removes it, rather than leave rows
+# its partitions replaced.
 ROW_FILES = ("scores.json",)
 # Top-level files drawn over every partition the folder holds: a partitioned run that does not
 # draw one again removes the earlier one (it would not cover this run's partitions).

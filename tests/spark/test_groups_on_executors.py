@@ -115,3 +115,23 @@ def _mixed(tmp_path) -> str:
     path = tmp_path / "mixed.parquet"
     pq.write_table(table.filter(pa.compute.is_in(table["langpair"], pa.array(["en-de", "en-ja"]))), path)
     return str(path)
+
+
+def test_a_partitioned_folder_loses_its_scores_json_when_a_run_leaves_it_out(spark, tmp_path, monkeypatch):
+    """Rows of partitions a run replaced must not stay in scores.json: a run whose score rows
+    are too many for it removes the file (every row is in the tables)."""
+    from bleu_spark.spark import apart
+
+    table = pq.read_table(generated(tmp_path / "in.parquet", 30, 1))
+    table = table.append_column("day", pa.array(["d1"] * table.num_rows))
+    path = tmp_path / "days.parquet"
+    pq.write_table(table, path)
+    out = tmp_path / "out"
+    options = dict(input=str(path), output=str(out), partition_by=("day",), group_by=("doc", "system"),
+                   progress_seconds=0)
+    run_job(spark, JobOptions(groups_scored_on="driver", **options))
+    assert len(json.loads((out / "scores.json").read_text())) == 90
+    monkeypatch.setattr(apart, "JSON_ROWS", 10)
+    result = run_job(spark, JobOptions(groups_scored_on="executors", **options))
+    assert not (out / "scores.json").exists() and "scores.json" in result.run["left_out"]
+    assert pq.read_table(out / "scores").num_rows == 90
