@@ -59,6 +59,7 @@ def score_dataframe(df: DataFrame, group_by: Optional[Sequence[str]] = None,
     if unknown:
         raise UsageError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
     job = {k: v for k, v in options.items() if k in job_fields}
+    job["groups_scored_on"] = "driver"  # every row is returned: they come to the driver anyway
     options = JobOptions(input="<DataFrame>", group_by=tuple(group_by) if group_by is not None else None,
                          metric_settings=tuple((k, v) for k, v in options.items() if k in metric_keys),
                          **job)
