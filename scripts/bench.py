@@ -38,7 +38,8 @@ and prints the extra time and memory of writing the segments table and its bytes
 
 ``--check-costs`` times, as whole processes in alternated rounds (``--repeats``), what a row
 costs in CPU for the reference-free checks (all four, each alone, with BLEU) and a segment score
-column against BLEU alone, sacrebleu's a2 and Spark alone (``scripts/bench/check_costs.py``).
+column against BLEU alone, sacrebleu's a2 and Spark alone (``scripts/bench/check_costs.py``);
+``--check-report REPORT.json`` prints a saved report's summary again.
 
 3. checks that a1, a2, b, c, d and e give identical per-group results (score within 1e-9; counts,
    totals, sys_len, ref_len and n_segments equal) and exits 1 if they do not, before any speed
