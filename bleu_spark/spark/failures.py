@@ -51,3 +51,20 @@ def lost_worker_failure(exc: BaseException) -> Optional[SparkJobFailedError]:
     return SparkJobFailedError(f"the Spark job failed: {where.group(0) if where else 'a task failed'}, "
                                f"last because: {cause} (retries are the platform's "
                                f"spark.task.maxFailures){hint}; nothing was written")
+
+
+# The last line of a Python worker's trace when the project raised a user error in a task.
+_TASK_ERROR = re.compile(r"bleu_spark\.errors\.(\w+): (.*)")
+
+
+def task_user_error(exc: BaseException) -> Optional[Exception]:
+    """A user error (`bleu_spark.errors`) a task raised (a file it cannot read, say), raised
+    again on the driver as itself: one line and its exit code, not Spark's trace."""
+    from .. import errors
+
+    found = _TASK_ERROR.findall(str(exc))
+    if not found:
+        return None
+    name, message = found[-1]
+    kind = getattr(errors, name, None)
+    return kind(message) if isinstance(kind, type) and issubclass(kind, errors.BleuSparkError) else None

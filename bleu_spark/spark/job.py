@@ -17,7 +17,7 @@ from ..languages import target_warnings, tokenizer_warnings, tokenizers_by_pair
 from ..errors import EmptyInputError, UsageError
 from ..resampling import POISSON, SACREBLEU, Resampling
 from . import apart, drilldown, inputs, io, runtime
-from .failures import lost_worker_failure, memory_failure
+from .failures import lost_worker_failure, memory_failure, task_user_error
 from .files import write_frame
 from .measure import Measurement, measure, partial_sums_frame
 from .options import JobOptions
@@ -152,7 +152,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     except BaseException as exc:
         if sink:
             sink.abort()
-        unreadable = io.read_failure(exc) or memory_failure(exc) or lost_worker_failure(exc)
+        unreadable = (io.read_failure(exc) or task_user_error(exc) or memory_failure(exc)
+                      or lost_worker_failure(exc))
         if unreadable is not None:
             raise unreadable from None
         raise

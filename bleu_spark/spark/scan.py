@@ -50,7 +50,7 @@ from .stats import merged_sums, output_schema, partial_sums as partition_functio
 
 # What pyarrow reads exactly as Spark does: data columns, and values of partition folders.
 _READ_ALIKE = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType, T.BooleanType,
-               T.DateType)
+               T.DateType, T.DoubleType, T.FloatType)
 _FOLDER_ALIKE = (T.StringType, T.IntegerType, T.LongType, T.DateType)
 BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 REMOTE_BUFFER = 8 << 20   # a remote file's read size: one request per 8 MiB of a column's pages
@@ -90,6 +90,10 @@ class ArrowScan:
         """A file as Spark's `_metadata.file_path` names it."""
         return self.source.uri_of(path) if self.source else spark_file_uri(path)
 
+    def shown_uri(self, path: str) -> str:
+        """A file as a message names it: its URI (`file:///dir/name.parquet` for a local one)."""
+        return self.source.uri_of(path) if self.source else f"file://{path}"
+
     @property
     def schema(self) -> pa.Schema:
         return to_arrow_schema(self.spark_schema, timezone="UTC")
@@ -121,7 +125,7 @@ class ArrowScan:
         else:
             sums = runtime.run_tasks(spark, len(self.tasks), task, merge, counters)
         if isinstance(sums, UnreadableFile):
-            raise InputNotFoundError(f"file {self.file_uri(sums.args[0])} cannot be read: {sums.args[1]}")
+            raise InputNotFoundError(f"file {self.shown_uri(sums.args[0])} cannot be read: {sums.args[1]}")
         return sums
 
     def partials_frame(self, spark: SparkSession, plan, *counters) -> DataFrame:
@@ -136,7 +140,7 @@ class ArrowScan:
             try:
                 yield from function(self.batches(iter(tasks)))
             except UnreadableFile as failure:
-                raise InputNotFoundError(f"file {self.file_uri(failure.args[0])} cannot be read: "
+                raise InputNotFoundError(f"file {self.shown_uri(failure.args[0])} cannot be read: "
                                          f"{failure.args[1]}") from None
 
         count = max(1, len(self.tasks))

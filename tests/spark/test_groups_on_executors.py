@@ -135,3 +135,23 @@ def test_a_partitioned_folder_loses_its_scores_json_when_a_run_leaves_it_out(spa
     result = run_job(spark, JobOptions(groups_scored_on="executors", **options))
     assert not (out / "scores.json").exists() and "scores.json" in result.run["left_out"]
     assert pq.read_table(out / "scores").num_rows == 90
+
+
+def test_a_file_a_task_cannot_read_is_the_inputs_error(spark, tmp_path):
+    """Raised in a task of the executors' path, said on the driver as itself (exit 3)."""
+    from bleu_spark.errors import InputNotFoundError
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    path = folder / "a.parquet"
+    pq.write_table(pa.table({"candidate": [f"the cat sat {i}" for i in range(200)],
+                             "references": [["the cat sat"]] * 200}), path)
+    data = bytearray(path.read_bytes())
+    footer = int.from_bytes(data[-8:-4], "little")
+    for i in range(8, len(data) - 16 - footer):  # the pages garbled, the footer kept
+        data[i] = (data[i] * 7 + 13) % 256
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputNotFoundError, match=f"file file://{path} cannot be read"):
+        run_job(spark, JobOptions(input=str(folder), output=str(tmp_path / "out"),
+                                  groups_scored_on="executors", progress_seconds=0))
+    assert not (tmp_path / "out").exists()

@@ -208,7 +208,8 @@ def test_the_sample_in_any_row_groups_gives_the_same_statistics(spark, tmp_path)
 def test_inputs_the_workers_do_not_read_say_why(spark, tmp_path):
     path = str(tmp_path / "t.parquet")
     pq.write_table(pa.table({"system": ["A"], "langpair": ["de-en"], "candidate": ["a"],
-                             "references": [["a"]], "score_day": pa.array([1.5])}), path)
+                             "references": [["a"]],
+                             "score_day": pa.array([1], pa.timestamp("us", tz="UTC"))}), path)
     table = InputTable(spark, path)
 
     def scan(**options):
