@@ -27,7 +27,8 @@ Parts (`--parts`):
   the driver path is left out where the driver runs measured so far, extended in a straight
   line, say it would pass `--driver-limit-mib` (6,000): it holds a row per group;
 - confidence: `--confidence-groups` (100, 10,000) over the same rows with `--confidence`
-  (B = 1000), auto, driver and executors; and the issue's case, `--ratio-rows` (100,000) rows in
+  (B = 1000), once per `--confidence-modes` (auto, which scores at most 20,000 groups on the
+  driver, and executors); and the issue's case, `--ratio-rows` (100,000) rows in
   documents of 10 segments (10,000 groups). More groups are not run with intervals: each group's
   replicate sums are B x 9 int64, 72 KB at B = 1000, 7.2 GB at 100,000 groups;
 - ratio: `--ratio-rows` rows grouped by testset,langpair,system,seg_id (a group a row) against
@@ -112,7 +113,9 @@ def score_once(args, input_path: Path, rows: int, group_by: str, mode: str,
     print(f"-- {label}: {' '.join(cmd[1:])}", flush=True)
     run = run_measured(cmd, _environment(), log, timeout=RUN_TIMEOUT_S, cwd=REPO)
     run.update(label=label, rows=rows, group_by=group_by, mode=mode, confidence=confidence)
-    run["groups"] = _groups(out)
+    recorded = _run_json(out)
+    run["groups"] = recorded.get("groups")
+    run["timings"] = recorded.get("timings", {})  # the job's own: scored, written, total
     if mode == "auto" and run["groups"] is not None:
         run["placed"] = auto_place(rows, run["groups"])
     shutil.rmtree(out, ignore_errors=True)
@@ -132,11 +135,11 @@ def _environment() -> Dict[str, str]:
     return env
 
 
-def _groups(out: Path) -> Optional[int]:
+def _run_json(out: Path) -> Dict[str, Any]:
     try:
-        return json.loads((out / "run.json").read_text())["groups"]
-    except (OSError, ValueError, KeyError):
-        return None
+        return json.loads((out / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def _mib(run: Dict[str, Any], kind: str) -> float:
@@ -174,10 +177,10 @@ def part_scale(args, big: Path) -> List[Dict[str, Any]]:
 def part_confidence(args, big: Path, small: Path) -> List[Dict[str, Any]]:
     runs = []
     for n in args.confidence_groups:
-        for mode in ("auto", "driver", "executors"):
+        for mode in args.confidence_modes:
             runs.append(score_once(args, big, args.rows, f"g{n}", mode, True, f"conf-{n}-{mode}"))
     docs = args.ratio_rows // 10
-    for mode in ("auto", "driver", "executors"):
+    for mode in args.confidence_modes:
         runs.append(score_once(args, small, args.ratio_rows, f"g{docs}", mode, True,
                                f"conf-docs10-{mode}"))
     return runs
@@ -195,7 +198,7 @@ def part_ratio(args, small: Path) -> List[Dict[str, Any]]:
 
 def print_runs(title: str, runs: List[Dict[str, Any]], markdown: bool) -> None:
     head = ["run", "rows", "group by", "--groups-scored-on", "groups (run.json)", "wall s",
-            "driver MiB", "JVM MiB", "tree MiB", "load 1 min"]
+            "scored / written s", "driver MiB", "JVM MiB", "tree MiB", "load 1 min"]
     print()
     print(f"### {title}" if markdown else f"== {title}")
     _print_row(head, markdown)
@@ -208,14 +211,22 @@ def print_runs(title: str, runs: List[Dict[str, Any]], markdown: bool) -> None:
 def _cells(run: Dict[str, Any]) -> List[str]:
     if run.get("skipped"):
         return [run["label"], "", "", "driver", f"{run['groups']:,}",
-                f"left out (about {run['estimate_mib']:,} MiB)", "", "", "", ""]
+                f"left out (about {run['estimate_mib']:,} MiB)", "", "", "", "", ""]
     mode = run["mode"] + (f" ({run['placed']})" if run.get("placed") else "")
     failed = "" if run["returncode"] == 0 else f" (rc {run['returncode']})"
     groups = f"{run['groups']:,}" if run["groups"] is not None else "-"
     return [run["label"], f"{run['rows']:,}", run["group_by"], mode, groups,
-            f"{run['wall_s']:.1f}{failed}", f"{_mib(run, 'py_driver'):,.0f}",
+            f"{run['wall_s']:.1f}{failed}", _timings(run.get("timings", {})),
+            f"{_mib(run, 'py_driver'):,.0f}",
             f"{_mib(run, 'jvm'):,.0f}", f"{run.get('peak_rss_total_mib', 0):,.0f}",
             f"{run['load_before'][0]:.1f} / {run['load_after'][0]:.1f}"]
+
+
+def _timings(timings: Dict[str, float]) -> str:
+    """run.json's seconds to the end of scoring (plan, read, score, first rows) and writing."""
+    if "score_s" not in timings:
+        return "-"
+    return f"{timings['score_s']:.1f} / {timings.get('write_s', 0):.1f}"
 
 
 def _print_row(cells: List[str], markdown: bool) -> None:
@@ -246,6 +257,8 @@ def parse_args(argv=None):
     ap.add_argument("--confidence-groups", type=ints, default=[100, 10_000])
     ap.add_argument("--ratio-rows", type=int, default=100_000)
     ap.add_argument("--modes", type=lambda v: v.split(","), default=["auto", "driver"])
+    # at these counts auto scores on the driver (at most 20,000 groups): executors for the other
+    ap.add_argument("--confidence-modes", type=lambda v: v.split(","), default=["auto", "executors"])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--driver-limit-mib", type=int, default=6_000)
     ap.add_argument("--json", default=None, help="every run, as JSON (default WORKDIR/runs.json)")
