@@ -15,12 +15,9 @@ from .ter import Ter
 # column spell it) -> metric.
 REGISTRY: Dict[str, Type[Metric]] = {m.name: m for m in (Bleu, Chrf, ChrfPlusPlus, Ter)}
 DEFAULT = ("bleu",)
-# Every kind of metric a statistics table may hold: the reference metrics, the checks
-# (`--checks`, by name) and segment scores (`--segment-scores`, named by their columns).
-KINDS: Tuple[Type[Metric], ...] = (*REGISTRY.values(), *CHECKS.values(), SegmentScore)
 
-__all__ = ["Choices", "Metric", "StatColumn", "REGISTRY", "CHECKS", "KINDS", "DEFAULT", "get",
-           "parse_names", "parse_checks", "parse_segment_scores", "configured", "declaration",
+__all__ = ["Choices", "Metric", "StatColumn", "REGISTRY", "CHECKS", "DEFAULT", "get",
+           "parse_names", "parse_checks", "parse_segment_scores", "configured", "declaration", "kinds",
            "of_row", "is_stat_column", "column_comment", "stat_column", "stat_order", "checked_choices"]
 
 
@@ -47,6 +44,13 @@ def parse_names(value) -> tuple:
 def configured(names: Sequence[str], settings: Mapping[str, Any], choices: Any) -> tuple:
     """The metrics a run measures, with the run's options."""
     return tuple(get(name).from_settings(settings, choices) for name in names)
+
+
+def kinds() -> Tuple[Type[Metric], ...]:
+    """Every kind of metric a statistics table may hold: the reference metrics (the registry as
+    it is now), the checks (`--checks`, by name) and segment scores (`--segment-scores`, named
+    by their columns)."""
+    return (*REGISTRY.values(), *CHECKS.values(), SegmentScore)
 
 
 def extra_metrics(segment_scores, checks, settings: Mapping[str, Any]) -> tuple:
@@ -81,28 +85,28 @@ def of_row(row: Mapping[str, Any], choices: Any) -> Metric:
 
 
 def is_stat_column(name: str) -> bool:
-    return any(m.owns_column(name) for m in KINDS)
+    return any(m.owns_column(name) for m in kinds())
 
 
 def column_comment(name: str) -> str:
     """What a statistic column holds, said by the metric owning it."""
-    return next(m.column_comment(name) for m in KINDS if m.owns_column(name))
+    return next(m.column_comment(name) for m in kinds() if m.owns_column(name))
 
 
 def stat_column(name: str) -> StatColumn:
     """A statistic column's declaration (type, how rows combine it), from the metric owning it."""
-    return next(m.stat_column(name) for m in KINDS if m.owns_column(name))
+    return next(m.stat_column(name) for m in kinds() if m.owns_column(name))
 
 
 def reserved_column(name: str) -> bool:
     """Whether a group column would take the name of a statistic column of some metric."""
-    return any(name.startswith(m.column_prefixes) or m.owns_column(name) for m in KINDS)
+    return any(name.startswith(m.column_prefixes) or m.owns_column(name) for m in kinds())
 
 
 def result_types() -> dict:
     """Every metric's result fields and their Arrow types, in registry order."""
     types: dict = {}
-    for metric in KINDS:
+    for metric in kinds():
         types.update(metric.result_types)
     return types
 
@@ -116,7 +120,7 @@ def order_of(name: str) -> int:
 
 def stat_order(names: Sequence[str]) -> List[str]:
     """Statistic columns in the kinds' order, each metric's in its own."""
-    owners = list(KINDS)
+    owners = list(kinds())
 
     def key(name):
         index = next(i for i, m in enumerate(owners) if m.owns_column(name))

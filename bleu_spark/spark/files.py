@@ -68,19 +68,16 @@ def read_files(spark: SparkSession, where: store.TableFiles, files: List[str],
     return paths.mapInArrow(read, from_arrow_schema(full))
 
 
-def read_remote_input(spark: SparkSession, path: str, schema) -> DataFrame:
-    """A remote input pyarrow reads (`io.remote_files`) as a DataFrame its tasks read through
-    pyarrow too, its partition folders' values typed as `schema` says: what the rows Spark
-    handles (rejected ones written back whole, a pass forced onto Spark's side) are read from,
-    with no Spark connector for the scheme (no hadoop-aws for `s3a://`)."""
+def read_remote_input(spark: SparkSession, files, names: List[str], folders: dict,
+                      schema) -> DataFrame:
+    """A remote input pyarrow reads as a DataFrame its tasks read through pyarrow too: `files`
+    its listing (`io.remote_files`), `names` its partition folders' columns and `folders` each
+    file's values of them, typed as `schema` says. What the rows Spark handles (rejected ones
+    written back whole, a pass forced onto Spark's side) are read from, with no Spark connector
+    for the scheme (no hadoop-aws for `s3a://`)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from . import io
-
     schema = _nullable(schema)
-    files = io.remote_files(path)
-    names = io.partition_names(files.files, files.base) or []
-    folders = io.folder_values(files.files, files.base, names, files.filesystem())
     arrow = to_arrow_schema(schema, timezone="UTC")
     columns = [n for n in arrow.names if n not in names]
 

@@ -385,7 +385,10 @@ class InputTable:
         if self._schema is not None and remote.is_remote(self.path):
             from .files import read_remote_input
 
-            return read_remote_input(self.spark, self.path, self._schema)
+            files = remote_files(self.path)
+            names = partition_names(files.files, files.base) or []
+            folders = folder_values(files.files, files.base, names, files.filesystem())
+            return read_remote_input(self.spark, files, names, folders, self._schema)
         return read_parquet(self.spark, self.path, schema=readable_schema(local_schema(self.path)))
 
     @property
