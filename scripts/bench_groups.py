@@ -35,7 +35,9 @@ Parts (`--parts`):
   the same rows by langpair,system (a few hundred groups), alternated `--repeats` (3) times for
   each of `--modes`; the median wall times and their ratio.
 
-Prints a table per part (Markdown with `--markdown`) and writes every run to `--json`.
+The job's code is this checkout's, or `--job-root`'s (a copy of one commit, so edits in
+progress in a shared checkout are not measured). Prints a table per part (Markdown with
+`--markdown`) and writes every run to `--json`.
 """
 from __future__ import annotations
 
@@ -111,7 +113,8 @@ def score_once(args, input_path: Path, rows: int, group_by: str, mode: str,
     log = Path(args.workdir) / "logs" / f"{label}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     print(f"-- {label}: {' '.join(cmd[1:])}", flush=True)
-    run = run_measured(cmd, _environment(), log, timeout=RUN_TIMEOUT_S, cwd=REPO)
+    root = Path(args.job_root).resolve()
+    run = run_measured(cmd, _environment(root), log, timeout=RUN_TIMEOUT_S, cwd=root)
     run.update(label=label, rows=rows, group_by=group_by, mode=mode, confidence=confidence)
     recorded = _run_json(out)
     run["groups"] = recorded.get("groups")
@@ -126,12 +129,13 @@ def score_once(args, input_path: Path, rows: int, group_by: str, mode: str,
     return run
 
 
-def _environment() -> Dict[str, str]:
+def _environment(root: Path) -> Dict[str, str]:
+    """The job's code from `root` (the run's working directory and first on PYTHONPATH)."""
     env = dict(os.environ)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     env.pop("PYSPARK_SUBMIT_ARGS", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = os.pathsep.join([str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     return env
 
 
@@ -261,6 +265,9 @@ def parse_args(argv=None):
     ap.add_argument("--confidence-modes", type=lambda v: v.split(","), default=["auto", "executors"])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--driver-limit-mib", type=int, default=6_000)
+    ap.add_argument("--job-root", default=str(REPO),
+                    help="the checkout whose code runs (default this one; a copy of a commit, "
+                         "say `git archive HEAD | tar -x -C DIR`, keeps others' edits out)")
     ap.add_argument("--json", default=None, help="every run, as JSON (default WORKDIR/runs.json)")
     ap.add_argument("--markdown", action="store_true")
     return ap.parse_args(argv)
@@ -282,7 +289,7 @@ def main(argv=None) -> int:
         found["confidence"] = part_confidence(args, big, small)
     if "ratio" in args.parts:
         found["ratio"] = part_ratio(args, small)
-    info = {"machine": machine_info(), "commit": git_describe(REPO)}
+    info = {"machine": machine_info(), "job_root": args.job_root, "commit": git_describe(REPO)}
     Path(args.json or work / "runs.json").write_text(json.dumps({"info": info, "parts": found}, indent=1))
     for part, runs in found.items():
         print_runs(part, runs, args.markdown)
