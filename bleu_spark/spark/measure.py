@@ -23,8 +23,8 @@ from .names import column, columns, map_in_arrow
 from .options import JobOptions
 from .scan import ArrowScan
 from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, METRIC, N_SEGMENTS, REASON, TOKENIZE, PartitionPlan,
-                    merging, output_schema, partial_sums, rejected_rows, rejected_schema,
-                    statistics_table)
+                    merged_sums, merging, output_schema, partial_sums, rejected_rows,
+                    rejected_schema, statistics_table)
 
 EXAMPLES_SHOWN = 5
 # Where groups are scored (`--groups-scored-on`): auto scores on the driver an input of at most
@@ -32,6 +32,8 @@ EXAMPLES_SHOWN = 5
 AUTO, DRIVER, EXECUTORS = "auto", "driver", "executors"
 DRIVER_ROWS = 50_000
 DRIVER_GROUPS = 20_000
+DRIVER_BYTES = 64 << 20  # of statistics rows the driver holds under auto
+ROW_BYTES = 400          # a statistics row without replicate sums, generously
 
 
 def scan_frame(scored: inputs.ScoringInput, plan: PartitionPlan) -> DataFrame:
@@ -108,7 +110,7 @@ def measure(spark: SparkSession, table: io.InputTable, options: JobOptions, plan
     scored = inputs.scoring_input(spark, table, options, plan.group_cols, plan.langpair_col,
                                   rows, scan, read, position)
     accumulators = (rows_done, references_tokenized)
-    if where_scored(options, plan, rows) != DRIVER:
+    if where_scored(options, plan, rows, scored.scan) != DRIVER:
         measurement = _measured_apart(spark, scored, options, plan, rows, accumulators,
                                       references_tokenized)
         if measurement.rejected and options.on_invalid == "fail":
@@ -129,30 +131,47 @@ def measure(spark: SparkSession, table: io.InputTable, options: JobOptions, plan
     return measurement
 
 
-def where_scored(options: JobOptions, plan: PartitionPlan, rows: int) -> str:
-    """Where groups are scored: as asked, else (auto) on the driver for inputs too small to
-    have many groups and for sacrebleu's replayed draws (every segment on the driver), and
+def where_scored(options: JobOptions, plan: PartitionPlan, rows: int, scan=None) -> str:
+    """Where groups are scored: as asked, else (auto) on the driver for sacrebleu's replayed
+    draws (every segment on the driver), for inputs too small to have many groups, and for
+    inputs the Python workers read whose groups, estimated from a sample of them, fit the
+    driver (`ArrowScan.estimated_groups`: that path starts no SQL engine, a few seconds a run);
     otherwise decided once the groups are counted (`_measured_apart`)."""
     if plan.per_segment or options.groups_scored_on == DRIVER:
         return DRIVER
-    if options.groups_scored_on == EXECUTORS or rows > DRIVER_ROWS:
-        return options.groups_scored_on
-    return DRIVER
+    if options.groups_scored_on == EXECUTORS:
+        return EXECUTORS
+    if rows <= DRIVER_ROWS:
+        return DRIVER
+    if scan is not None:
+        groups = scan.estimated_groups(plan.group_cols)
+        if groups <= min(DRIVER_GROUPS, _rows_within(DRIVER_BYTES, plan)):
+            return DRIVER
+    return AUTO
 
 
 def _measured_apart(spark, scored, options: JobOptions, plan: PartitionPlan, rows: int,
                     accumulators, references_tokenized) -> Measurement:
-    """The statistics table left on the executors; brought to the driver (and scored there, as
-    for a small input) when it has at most DRIVER_GROUPS rows and the place is auto."""
+    """The statistics table left on the executors. Under auto, brought to the driver (and
+    scored there, as for a small input) when it is small: the partial sums themselves when they
+    are (the usual few groups of many rows: no step more than the driver path), else the
+    statistics table when it has at most DRIVER_GROUPS rows and DRIVER_BYTES of them."""
     read = None if scored.scan is not None else scan_frame(scored, plan)
     partials = distributed.partials_frame(spark, scored.scan, read, plan, *accumulators).persist()
+    held = partials.count()  # the scoring pass runs here
+    auto = options.groups_scored_on == AUTO
+    fits = min(DRIVER_GROUPS, _rows_within(DRIVER_BYTES, plan))  # statistics rows
+    if auto and held <= fits:  # a group has a partial row at least
+        table = merged_sums([partials.toArrow()], plan)
+        partials.unpersist()
+        return _measured_here(table, scored, options, plan, references_tokenized)
     # As many tasks as scored the rows: a task's groups are at most its rows.
     tasks = inputs.scoring_tasks(rows, runtime.parallelism(spark))
     stats = distributed.stats_frame(partials, plan, options.resampling.label, tasks).persist()
-    groups = stats.count()  # the scoring pass runs here
+    groups = stats.count()
     rejected = distributed.rejected_counts(partials, plan)
     partials.unpersist()
-    if options.groups_scored_on == AUTO and groups <= DRIVER_GROUPS:
+    if auto and groups <= fits:
         table, warnings = _with_coverage(stats.toArrow(), scored, plan)
         stats.unpersist()
         return Measurement(plan, scored, table, rejected, None, warnings, references_tokenized)
@@ -162,6 +181,22 @@ def _measured_apart(spark, scored, options: JobOptions, plan: PartitionPlan, row
                                                     scored.segment_key)
     return Measurement(plan, scored, None, rejected, None, warnings, references_tokenized,
                        stats_frame=stats, tasks=tasks)
+
+
+def _rows_within(budget: int, plan: PartitionPlan) -> int:
+    """Statistics rows that fit in `budget` bytes of the driver: a row's values, and its
+    replicate and trial sums (B x its statistics each)."""
+    samples = (plan.replicates + plan.trials) * len(plan.declared)
+    return budget // (ROW_BYTES + 8 * samples)
+
+
+def _measured_here(partials: pa.Table, scored, options: JobOptions, plan: PartitionPlan,
+                   references_tokenized) -> Measurement:
+    """The measurement of partial sums brought to the driver, as the driver path makes it."""
+    stats = statistics_table(partials, plan, options.resampling.label)
+    stats, warnings = _with_coverage(stats, scored, plan)
+    return Measurement(plan, scored, stats, _rejected(partials, plan), None, warnings,
+                       references_tokenized)
 
 
 def _rejected(partials: pa.Table, plan: PartitionPlan) -> Counter:

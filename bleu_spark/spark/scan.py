@@ -146,6 +146,27 @@ class ArrowScan:
         count = max(1, len(self.tasks))
         return map_in_arrow(spark.range(0, count, 1, numPartitions=count), run, schema)
 
+    def estimated_groups(self, group_cols: Sequence[str], sample_rows: int = 100_000) -> int:
+        """The input's groups, estimated on the driver from the first batch of up to 16 tasks
+        spread over it (at most `sample_rows` rows): their distinct keys per row read, times the
+        rows. Exact for an input of one batch; rows sorted by group err towards fewer groups."""
+        if not group_cols:
+            return 1
+        step = max(1, len(self.tasks) // 16)
+        keys, read = [], 0
+        for task in range(0, len(self.tasks), step):
+            batch = next(iter(self.batches(iter([task]))), None)
+            if batch is None:
+                continue
+            keys.append(pa.Table.from_batches([batch]).select(list(group_cols)))
+            read += batch.num_rows
+            if read >= sample_rows:
+                break
+        if not read:
+            return 0
+        distinct = pa.concat_tables(keys).group_by(list(group_cols), use_threads=False).aggregate([]).num_rows
+        return min(self.rows, -(-distinct * self.rows // read))
+
     def batches(self, indices: Iterator[int]) -> Iterator[pa.RecordBatch]:
         """The batches of these tasks, with the scan's columns."""
         schema = self.schema

@@ -155,3 +155,34 @@ def test_a_file_a_task_cannot_read_is_the_inputs_error(spark, tmp_path):
         run_job(spark, JobOptions(input=str(folder), output=str(tmp_path / "out"),
                                   groups_scored_on="executors", progress_seconds=0))
     assert not (tmp_path / "out").exists()
+
+
+def test_auto_scores_few_groups_on_the_driver_and_many_on_the_executors(spark, tmp_path, monkeypatch):
+    """The thresholds made small: auto keeps a result of few groups on the driver (its
+    statistics table comes back) and scores one of many on the executors (it does not)."""
+    from bleu_spark.spark import measure
+
+    monkeypatch.setattr(measure, "DRIVER_ROWS", 100)
+    monkeypatch.setattr(measure, "DRIVER_GROUPS", 50)
+    path = generated(tmp_path / "in.parquet", 60, 2)
+    few = run_job(spark, JobOptions(input=path, group_by=("system",), progress_seconds=0))
+    many = run_job(spark, JobOptions(input=path, group_by=("doc", "system"), progress_seconds=0))
+    assert few.stats is not None and few.run["groups"] == 3
+    assert many.stats is None and many.run["groups"] == 180
+
+
+def test_the_estimate_of_groups_reads_a_sample_of_the_input(tmp_path):
+    """From the Parquet footers and a few batches, on the driver: no Spark."""
+    from bleu_spark.spark.scan import ArrowScan, Piece
+    from pyspark.sql import types as T
+
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"doc": [i // 10 for i in range(50_000)], "candidate": ["a"] * 50_000}),
+                   path, row_group_size=5_000)
+    schema = T.StructType([T.StructField("doc", T.LongType()), T.StructField("candidate", T.StringType())])
+    tasks = tuple((Piece(str(path), (group,), ()),) for group in range(10))
+    scan = ArrowScan(tasks=tasks, rows=50_000, bytes=0, row_groups=10, scan_id="t", spark_schema=schema,
+                     file_columns=("doc", "candidate"), references_cols=(), references="_references",
+                     reason="_row_reason", segment_hash=None)
+    assert scan.estimated_groups(("doc",)) == 5_000
+    assert scan.estimated_groups(()) == 1
