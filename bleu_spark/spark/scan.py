@@ -28,7 +28,7 @@ import bisect
 import os
 import uuid
 from dataclasses import dataclass, replace
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote, unquote, urlparse
 
 import numpy as np
