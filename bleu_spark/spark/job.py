@@ -22,7 +22,7 @@ from .files import write_frame
 from .measure import Measurement, measure, partial_sums_frame
 from .options import JobOptions
 from .plan import plan_for
-from .progress import Progress, say as say_progress
+from .progress import Progress, StageProgress, say as say_progress
 from .record import run_record
 from .scan import ArrowScan, arrow_scan
 from .stats import PartitionPlan
@@ -130,7 +130,12 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         plan = _plan(options, schema, sink, run_id)
         read = _read_footers(spark, table, options, plan)
         measurement = _measure(spark, table, options, plan, read)
-        showing = (apart.show if measurement.on_executors else show)(options, measurement)
+        if measurement.on_executors:
+            with StageProgress(spark, "scoring the groups on the executors",
+                               options.progress_seconds):
+                showing = apart.show(options, measurement)
+        else:
+            showing = show(options, measurement)
         timings = {"score_s": time.time() - started}
         run = run_record(spark, options, measurement, showing.groups, job_group, read.rows,
                          run_id, read.bytes)
@@ -138,8 +143,10 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if showing.paired is not None:
             run["paired_tests"] = getattr(showing, "paired_count", len(showing.paired))
         if sink and measurement.on_executors:
-            timings["write_s"], report = _write_apart(spark, sink, options, plan, schema,
-                                                      measurement, showing, run), None
+            with StageProgress(spark, "writing the tables from the executors",
+                               options.progress_seconds):
+                timings["write_s"], report = _write_apart(spark, sink, options, plan, schema,
+                                                          measurement, showing, run), None
         elif sink:
             timings["write_s"], report = _write(spark, sink, options, plan, schema, measurement,
                                                 showing.scores, showing.paired, run)

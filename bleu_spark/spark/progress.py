@@ -110,3 +110,42 @@ class Progress:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self._say(self.line())
+
+
+class StageProgress:
+    """Progress lines for a step after the scoring pass that runs Spark stages of its own
+    (groups scored on the executors, their tables written): what it does as it starts, then
+    every `interval` seconds the time elapsed and the stages' tasks, so a long step is never
+    silent; nothing when `interval` is 0."""
+
+    def __init__(self, spark, what: str, interval: float, stream=None):
+        self.what, self.interval = what, interval
+        self.stream = stream or sys.stderr
+        self._spark = spark
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._started = time.time()
+
+    def __enter__(self) -> "StageProgress":
+        if self.interval > 0:
+            say(self.what, self.interval, self.stream)
+            self._stages = runtime.StageWatch(self._spark)
+            self._thread = threading.Thread(target=self._run, name="bleu-spark-stages", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+            self._stages.close()
+
+    def line(self) -> str:
+        tasks = ", ".join(f"stage {stage}: {min(done, total)}/{total} tasks"
+                          for stage, done, total in self._stages.active())
+        return (f"bleu-spark: progress: {self.what}, {_duration(time.time() - self._started)} "
+                f"elapsed" + (f" [{tasks}]" if tasks else ""))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            print(self.line(), file=self.stream, flush=True)

@@ -186,3 +186,12 @@ def test_the_estimate_of_groups_reads_a_sample_of_the_input(tmp_path):
                      reason="_row_reason", segment_hash=None)
     assert scan.estimated_groups(("doc",)) == 5_000
     assert scan.estimated_groups(()) == 1
+
+
+def test_progress_lines_go_on_through_the_scoring_on_the_executors(spark, tmp_path, capsys):
+    path = generated(tmp_path / "in.parquet", 50, 2)
+    run_job(spark, JobOptions(input=path, output=str(tmp_path / "out"), group_by=("doc", "system"),
+                              groups_scored_on="executors", progress_seconds=0.2))
+    err = capsys.readouterr().err
+    assert "bleu-spark: progress: scoring the groups on the executors" in err
+    assert "bleu-spark: progress: writing the tables from the executors" in err
