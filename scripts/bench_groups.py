@@ -61,8 +61,6 @@ from bench.environment import REPO, git_describe, machine_info  # noqa: E402
 from bench.measure import run_measured  # noqa: E402
 from derive_input import derive  # noqa: E402
 
-# where auto scores groups (bleu_spark/spark/measure.py): the executors above both
-AUTO_ROWS, AUTO_GROUPS = 50_000, 20_000
 ONE_ROW_GROUPS = "testset,langpair,system,seg_id"
 FEW_GROUPS = "langpair,system"
 RUN_TIMEOUT_S = 3600
@@ -95,10 +93,6 @@ def make_input(source: Path, target: Path, rows: int, counts: List[int]) -> Path
     return target
 
 
-def auto_place(rows: int, groups: int) -> str:
-    return "executors" if rows > AUTO_ROWS and groups > AUTO_GROUPS else "driver"
-
-
 def score_once(args, input_path: Path, rows: int, group_by: str, mode: str,
                confidence: bool, label: str) -> Dict[str, Any]:
     """One `bleu-spark score` as a whole process: its measurement and run.json's groups."""
@@ -119,8 +113,6 @@ def score_once(args, input_path: Path, rows: int, group_by: str, mode: str,
     recorded = _run_json(out)
     run["groups"] = recorded.get("groups")
     run["timings"] = recorded.get("timings", {})  # the job's own: scored, written, total
-    if mode == "auto" and run["groups"] is not None:
-        run["placed"] = auto_place(rows, run["groups"])
     shutil.rmtree(out, ignore_errors=True)
     print(f"   rc {run['returncode']}, {run['wall_s']:.1f} s, driver "
           f"{_mib(run, 'py_driver'):.0f} MiB, JVM {_mib(run, 'jvm'):.0f} MiB, tree "
@@ -216,7 +208,7 @@ def _cells(run: Dict[str, Any]) -> List[str]:
     if run.get("skipped"):
         return [run["label"], "", "", "driver", f"{run['groups']:,}",
                 f"left out (about {run['estimate_mib']:,} MiB)", "", "", "", "", ""]
-    mode = run["mode"] + (f" ({run['placed']})" if run.get("placed") else "")
+    mode = run["mode"]  # where auto put the groups changes with the code: read the driver's MiB
     failed = "" if run["returncode"] == 0 else f" (rc {run['returncode']})"
     groups = f"{run['groups']:,}" if run["groups"] is not None else "-"
     return [run["label"], f"{run['rows']:,}", run["group_by"], mode, groups,
