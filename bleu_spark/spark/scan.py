@@ -155,17 +155,33 @@ class ArrowScan:
         step = max(1, len(self.tasks) // 16)
         keys, read = [], 0
         for task in range(0, len(self.tasks), step):
-            batch = next(iter(self.batches(iter([task]))), None)
-            if batch is None:
+            if not self.tasks[task]:
                 continue
-            keys.append(pa.Table.from_batches([batch]).select(list(group_cols)))
-            read += batch.num_rows
+            sample = self._group_keys(self.tasks[task][0], group_cols)
+            if sample is None:
+                continue
+            keys.append(sample)
+            read += sample.num_rows
             if read >= sample_rows:
                 break
         if not read:
             return 0
         distinct = pa.concat_tables(keys).group_by(list(group_cols), use_threads=False).aggregate([]).num_rows
         return min(self.rows, -(-distinct * self.rows // read))
+
+    def _group_keys(self, piece: Piece, group_cols: Sequence[str]) -> Optional[pa.Table]:
+        """The group columns of a piece's first batch: read from the file (no text), and its
+        partition folders' values."""
+        folders = dict(piece.folders)
+        in_file = [c for c in group_cols if c not in folders]
+        batch = next(iter(_read(piece, in_file, self.batch_rows, f"{self.scan_id}-sample", self.source)), None)
+        if batch is None:
+            return None
+        table = pa.Table.from_batches([batch])
+        for name in group_cols:
+            if name in folders:
+                table = table.append_column(name, pa.repeat(pa.scalar(folders[name]), batch.num_rows))
+        return table.select(list(group_cols))
 
     def batches(self, indices: Iterator[int]) -> Iterator[pa.RecordBatch]:
         """The batches of these tasks, with the scan's columns."""
