@@ -321,8 +321,19 @@ def as_score_row(values: dict, group_cols: Sequence[str]) -> scoring.ScoreRow:
                            if k in group_cols or k == GROUPING
                            or (k in SCORE_TYPES and (k not in every or k in own)))
     row.statistics = {k: v for k, v in values.items() if metrics.is_stat_column(k)}
+    row.measured = _measured(values)
     row.sacrebleu = {k: values.get(v) for k, v in SACREBLEU.items() if values.get(v) is not None}
     return row
+
+
+def _measured(values: dict):
+    """The metric a report reads a row's title and direction from: a segment score's direction
+    is in its signature (`better:lower`), every other kind's in its declaration."""
+    name = values.get("metric")
+    kind = metrics.declaration(name) if name else None
+    if kind is not metrics.SegmentScore:
+        return None
+    return metrics.SegmentScore(name, "lower" if "better:lower" in (values.get("signature") or "") else "higher")
 
 
 def json_lines(scored: DataFrame, sets: Sequence[Tuple[str, ...]]) -> List[dict]:
