@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -58,6 +57,7 @@ SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))
 
 from bench.environment import REPO, git_describe, machine_info  # noqa: E402
+from bench.job_runs import code_environment  # noqa: E402
 from bench.measure import run_measured  # noqa: E402
 from derive_input import derive  # noqa: E402
 
@@ -108,7 +108,7 @@ def score_once(args, input_path: Path, rows: int, group_by: str, mode: str,
     log.parent.mkdir(parents=True, exist_ok=True)
     print(f"-- {label}: {' '.join(cmd[1:])}", flush=True)
     root = Path(args.job_root).resolve()
-    run = run_measured(cmd, _environment(root), log, timeout=RUN_TIMEOUT_S, cwd=root)
+    run = run_measured(cmd, code_environment(root), log, timeout=RUN_TIMEOUT_S, cwd=root)
     run.update(label=label, rows=rows, group_by=group_by, mode=mode, confidence=confidence)
     recorded = _run_json(out)
     run["groups"] = recorded.get("groups")
@@ -121,14 +121,6 @@ def score_once(args, input_path: Path, rows: int, group_by: str, mode: str,
     return run
 
 
-def _environment(root: Path) -> Dict[str, str]:
-    """The job's code from `root` (the run's working directory and first on PYTHONPATH)."""
-    env = dict(os.environ)
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    env.pop("PYSPARK_SUBMIT_ARGS", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    return env
 
 
 def _run_json(out: Path) -> Dict[str, Any]:

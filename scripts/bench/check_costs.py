@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from .job_runs import floor_command, load_job_results
+from .job_runs import code_environment, floor_command, load_job_results
 from .measure import run_measured
 from .sacrebleu_runs import score_command
 
@@ -139,7 +139,7 @@ def _run(variant: str, args, table: Path, run_dir: Path, label: str) -> Tuple[Di
     metric)."""
     name, _, root = variant.partition("@")
     job_root = Path(args.check_base_root if root else args.job_root).resolve()
-    env = _environment(job_root)
+    env = code_environment(job_root)
     out = run_dir / f"out-{variant}"
     if out.exists():
         shutil.rmtree(out)
@@ -159,13 +159,6 @@ def _run(variant: str, args, table: Path, run_dir: Path, label: str) -> Tuple[Di
     return measured, found
 
 
-def _environment(job_root: Path) -> Dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    env.pop("PYSPARK_SUBMIT_ARGS", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(job_root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    return env
 
 
 def _scores(name: str, out: Path) -> Dict[Tuple, float]:

@@ -6,24 +6,33 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .environment import BENCH_SCRIPT, git_describe
 from .paths import GROUP_KEYS, JOB_PATHS
 
 
-def job_environment(args, paths: Sequence[str], info: Dict[str, Any]) -> Tuple[Dict[str, str], Path]:
-    """The environment every path runs in, and the job script of paths b to d: the --job-root
-    checkout goes first on PYTHONPATH when a path runs its code (and is recorded in info)."""
+def code_environment(root: Optional[Path] = None) -> Dict[str, str]:
+    """The environment a measured run gets: this interpreter as Spark's Python, no
+    PYSPARK_SUBMIT_ARGS, and `root`'s code (a checkout of the job) first on PYTHONPATH."""
     env = dict(os.environ)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     env.pop("PYSPARK_SUBMIT_ARGS", None)
+    if root is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(root)] + (
+            [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+def job_environment(args, paths: Sequence[str], info: Dict[str, Any]) -> Tuple[Dict[str, str], Path]:
+    """The environment every path runs in, and the job script of paths b to d: the --job-root
+    checkout goes first on PYTHONPATH when a path runs its code (and is recorded in info)."""
     job_root = Path(args.job_root).resolve()
     job_script = job_root / "jobs" / "score_bleu.py"
-    if any(p in paths for p in (*JOB_PATHS, "s", "g")):
-        env["PYTHONPATH"] = os.pathsep.join([str(job_root)] + (
-            [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    runs_code = any(p in paths for p in (*JOB_PATHS, "s", "g"))
+    env = code_environment(job_root if runs_code else None)
+    if runs_code:
         info["job_root"] = str(job_root)
         info["job_commit"] = git_describe(job_root)
         print(f"job: {job_script} (commit {info['job_commit']})")
