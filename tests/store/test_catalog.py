@@ -548,3 +548,25 @@ def test_a_partition_value_that_is_hives_null_text_is_refused_before_anything_is
     sink.commit()
     held = sorted((r["system"], r["day"]) for r in spark.table(f"{database}.scores").collect())
     assert held == [("A", "d1"), ("B", None)]
+
+
+def test_segment_scores_and_checks_scored_on_the_executors_go_to_the_catalog(spark, tmp_path,
+                                                                              in_memory_database):
+    """The new metrics' statistic columns, and tables the executors' tasks write, in the catalog
+    as in the folder."""
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    table = pq.read_table(SAMPLE)
+    table = table.append_column("comet", pa.array([i % 7 / 7 for i in range(table.num_rows)]))
+    path = str(tmp_path / "scored.parquet")
+    pq.write_table(table, path)
+    database, out = in_memory_database("metrics_db"), str(tmp_path / "out")
+    run_job(spark, JobOptions(input=path, output=out, catalog=database, metrics=("bleu",),
+                              segment_scores=("comet:lower",), checks=("empty", "copy"),
+                              groups_scored_on="executors", progress_seconds=0))
+    key = lambda r: (r["langpair"], r["system"], r["metric"])
+    in_catalog = {key(r): r["score"] for r in (x.asDict() for x in spark.table(f"{database}.scores").collect())}
+    in_folder = {key(r): r["score"] for r in folder_table(out, "scores")}
+    assert in_catalog == in_folder and {m for _, _, m in in_folder} == {"bleu", "comet", "empty", "copy"}
+    stats = spark.table(f"{database}.stats").columns
+    assert {"segment_score_sum", "segment_score_count", "check_flagged", "check_rows"} <= set(stats)

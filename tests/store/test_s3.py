@@ -286,3 +286,19 @@ def test_a_task_without_the_aws_variables_writes_where_the_driver_does(s3):
     assert done.returncode == 0, done.stderr[-2000:]
     with s3["fs"].open_input_file("bucket/tasks/segments/part-r1-t00003.parquet") as handle:
         assert pq.read_table(handle)["x"].to_pylist() == [1, 2]
+
+
+def test_groups_scored_on_the_executors_write_their_tables_to_s3(s3, spark):
+    """The executors' tasks write the tables straight to S3, committed as the driver's are."""
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    fs = s3["fs"]
+    local = {(r["system"], r["langpair"], r["metric"]): r["score"]
+             for r in run_job(spark, JobOptions(input=SAMPLE, progress_seconds=0)).scores}
+    run = cli(s3, "score", "--input", SAMPLE, "--output", "s3://bucket/apart",
+              "--groups-scored-on", "executors")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert scores_of(fs, "bucket/apart/scores.json") == local
+    assert parquet_files(fs, "bucket/apart") == committed_files("s3://bucket/apart")
+    scores = pq.read_table("bucket/apart/scores", filesystem=fs).to_pylist()
+    assert {(r["system"], r["langpair"], r["metric"]): r["score"] for r in scores} == local
