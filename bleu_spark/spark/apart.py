@@ -38,6 +38,7 @@ class ShownApart:
     paired_frame: Optional[DataFrame]   # every paired test
     signed: List[dict]                  # a score row of each distinct signature
     paired_count: int = 0
+    persisted: tuple = ()               # the frames held on the executors until written
 
 
 def show(options: JobOptions, measurement: Measurement) -> ShownApart:
@@ -58,7 +59,7 @@ def show(options: JobOptions, measurement: Measurement) -> ShownApart:
     signed = distributed.signature_rows(scored)
     resampling = options.resampling
     if not (resampling.paired_bs or resampling.paired_ar):
-        return ShownApart(shown, None, tokenizers, groups, scored, None, signed)
+        return ShownApart(shown, None, tokenizers, groups, scored, None, signed, persisted=(scored,))
     paired = distributed.paired_frame(stats, sets, options.choices, resampling,
                                       measurement.tasks).persist()
     distributed.raise_first_error(paired)
@@ -71,7 +72,8 @@ def show(options: JobOptions, measurement: Measurement) -> ShownApart:
     tests = paired.filter(F.col(distributed.WARNING).isNull()).drop(distributed.WARNING,
                                                                      distributed.ERROR)
     first = [r.asDict() for r in tests.limit(PAIRED_SHOWN).collect()]
-    return ShownApart(shown, first, tokenizers, groups, scored, tests, signed, tests.count())
+    return ShownApart(shown, first, tokenizers, groups, scored, tests, signed, tests.count(),
+                      persisted=(scored, paired))
 
 
 def _by_langpair(stats: DataFrame, options: JobOptions, measurement: Measurement) -> pa.Table:
@@ -87,6 +89,13 @@ def _by_langpair(stats: DataFrame, options: JobOptions, measurement: Measurement
 def _scored_systems(stats: DataFrame) -> set:
     rows = stats.filter(F.col("n_segments") > 0).select(F.col("system")).distinct().collect()
     return {r[0] for r in rows}
+
+
+def release(shown: ShownApart, measurement: Measurement) -> None:
+    """The frames a run persisted on the executors let go once it is written: a session that
+    runs many jobs (a notebook, the Python API) does not keep every run's statistics."""
+    for frame in (*shown.persisted, measurement.stats_frame):
+        frame.unpersist()
 
 
 def tables(shown: ShownApart, measurement: Measurement, options: JobOptions, run: dict):

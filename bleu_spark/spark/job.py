@@ -154,6 +154,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         run["timings"] = timings
         if sink:
             sink.commit(run, report)
+        if measurement.on_executors:
+            apart.release(showing, measurement)
         return JobResult(scores=showing.scores, run=run, stats=measurement.stats,
                          paired=showing.paired, signature_rows=getattr(showing, "signed", None))
     except BaseException as exc:

@@ -177,8 +177,11 @@ def _measured_apart(spark, scored, options: JobOptions, plan: PartitionPlan, row
         return Measurement(plan, scored, table, rejected, None, warnings, references_tokenized)
     warnings = []
     if scored.reference_keys is not None:
-        stats, warnings = distributed.with_coverage(stats, scored.reference_keys, plan.group_cols,
-                                                    scored.segment_key)
+        filled, warnings = distributed.with_coverage(stats, scored.reference_keys, plan.group_cols,
+                                                     scored.segment_key)
+        filled.persist().count()  # held in its place: the one frame the run lets go at its end
+        stats.unpersist()
+        stats = filled
     return Measurement(plan, scored, None, rejected, None, warnings, references_tokenized,
                        stats_frame=stats, tasks=tasks)
 
