@@ -1,4 +1,4 @@
-"""`bleu-spark score` and `bleu-spark aggregate`: arguments, the optional YAML job file, exit
+"""`bleu-spark score`, `aggregate` and `gate`: arguments, the optional YAML job file, exit
 codes, the console table."""
 from __future__ import annotations
 
@@ -85,6 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Score saved statistics (DIR/stats of a score run) at any coarser grouping "
                     "or slice; equal to a fresh run on the same rows.")
     _add_options(aggregate, declaration.AGGREGATE)
+    gate = commands.add_parser(
+        "gate", help="exit 20 when a slice of saved statistics scores significantly worse than "
+                     "a baseline slice",
+        description="Compare a slice of saved statistics (--where) with a baseline slice "
+                    "(--baseline-where) per group and metric, from their replicate sums: exit 20 "
+                    "when a score drops by more than --max-drop with p < --alpha.")
+    _add_options(gate, declaration.GATE)
     return parser
 
 
@@ -245,6 +252,32 @@ def run_aggregate(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_gate(args: argparse.Namespace) -> int:
+    """The compared rows printed (bounded), then exit 20 when a group failed (one line)."""
+    from .errors import GateFailedError
+    from .gate import GateOptions, failure_message, lines, run_gate as gate
+
+    values = settings.converted({k: v for k, v in vars(args).items() if v is not None})
+    for key in ("stats", "output"):
+        if isinstance(values.get(key), str):
+            store.check_uri(f"--{key}", values[key])
+    options = GateOptions.from_values(values)
+    if any(store.is_s3(p or "") for p in (options.stats, options.output)):
+        _configure_storage()
+    result = gate(options)
+    print("\n".join(lines(result, options)))
+    if options.output:
+        print(wrote_line(options.output, result.run["timings"]["total_s"]))
+    if result.failed:
+        raise GateFailedError(failure_message(result, options))
+    return 0
+
+
+def command(name: str):
+    """The function running a command, looked up as it is called."""
+    return {"score": run_score, "aggregate": run_aggregate, "gate": run_gate}[name]
+
+
 def _configure_storage() -> None:
     """The `spark.hadoop.fs.s3a.*` settings known before Spark starts, for this process's S3
     client (`score` then takes them again from its session's whole conf)."""
@@ -306,7 +339,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     install_signal_handlers()
     try:
         args = build_parser().parse_args(argv)
-        return run_aggregate(args) if args.command == "aggregate" else run_score(args)
+        return command(args.command)(args)
     except BleuSparkError as exc:
         if not _received:
             print(f"{PROG}: error: {exc}", file=sys.stderr)

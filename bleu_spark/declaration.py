@@ -15,7 +15,7 @@ COLUMNS = "string or list of strings"
 NUMBERS = "string or list of numbers"
 SETS = "string or list of (string or list of strings)"
 
-SCORE, AGGREGATE = "score", "aggregate"
+SCORE, AGGREGATE, GATE = "score", "aggregate", "gate"
 BOTH = (SCORE, AGGREGATE)
 
 # Help groups, in the order the help lists them.

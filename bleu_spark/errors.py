@@ -103,6 +103,13 @@ class WorkerPackageError(BleuSparkError):
     exit_code = 19
 
 
+class GateFailedError(BleuSparkError):
+    """`gate`: a group's score dropped by more than the allowed drop, with significance. Not a
+    mistake of the user's: the verdict a scheduler fails its task on, after the table is shown
+    (and written with --output)."""
+    exit_code = 20
+
+
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: the run stops, removes its files and exits with
     128 + the signal number (130, 143). A BaseException, so no `except Exception` swallows it."""

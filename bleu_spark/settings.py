@@ -17,7 +17,7 @@ import functools
 import threading
 from typing import Any, Dict, Mapping, Sequence, Tuple
 
-from .declaration import (AGGREGATE, BOOLEAN, BOTH, BLEU_MEASUREMENT, COLUMNS, GROUPS, INT64_MAX,
+from .declaration import (AGGREGATE, BOOLEAN, BOTH, BLEU_MEASUREMENT, COLUMNS, GATE, GROUPS, INT64_MAX,
                           INTEGER, METRICS, MORE_RESAMPLING, NUMBER, RESAMPLING, SCORE, SETS,
                           SHOWING, STRING, Option, convert)
 from .errors import UsageError
@@ -69,16 +69,17 @@ RUN_OPTIONS = (
     Option("partition_by", COLUMNS, metavar="COLS",
            help="write the output's tables as Hive partitions of these input columns (e.g. "
                 "run_date); a run replaces only its own"),
-    Option("output", STRING, group=SHOWING, commands=BOTH,
-           help="output directory (this or --catalog, or both); docs/outputs.md lists what it "
-                "holds"),
+    Option("output", STRING, group=SHOWING, commands=(*BOTH, GATE),
+           help="output directory (this or --catalog, or both; gate: optional); docs/outputs.md "
+                "lists what it holds"),
     Option("catalog", STRING, group=SHOWING, commands=BOTH, metavar="DB",
            help="also (or instead of --output) write the tables into Spark's catalog as "
                 "DB.scores, DB.dashboard, DB.stats, ...: created on first use, partitioned by "
                 "--partition-by, a run replacing its own partitions (docs/cluster.md)"),
-    Option("group_by", COLUMNS, group=SHOWING, commands=BOTH,
+    Option("group_by", COLUMNS, group=SHOWING, commands=(*BOTH, GATE),
            help="comma-separated group columns (score: system,langpair, those present; "
-                "aggregate: the table's own; '' for one corpus)"),
+                "aggregate: the table's own; gate: required, the groups compared; '' for one "
+                "corpus)"),
     Option("grouping_sets", SETS, group=SHOWING, commands=BOTH, metavar="SETS",
            help="several groupings in one pass, ';'-separated, e.g. "
                 "'testset,langpair,system;langpair,system;langpair'"),
@@ -101,9 +102,10 @@ RUN_OPTIONS = (
            help=f"auto (default: by target language) or one of {', '.join(TOKENIZERS)}"),
     Option("spm_model", STRING, group=BLEU_MEASUREMENT,
            help="local SentencePiece model for flores101, flores200, spBLEU-1K"),
-    Option("metrics", COLUMNS, group=METRICS, metavar="NAMES",
+    Option("metrics", COLUMNS, group=METRICS, metavar="NAMES", commands=(SCORE, GATE),
            help=f"comma-separated metrics measured in one pass: {', '.join(REGISTRY)} "
-                "(default: bleu; none when --segment-scores or --checks is given)"),
+                "(default: bleu; none when --segment-scores or --checks is given); gate: the "
+                "metrics compared, as the statistics name them (default: all they hold)"),
     Option("segment_scores", COLUMNS, group=METRICS, metavar="COLS",
            help="numeric columns of segment scores computed elsewhere (COMET, MetricX, ...): "
                 "each a metric of its name, the mean over a group's rows; COL:lower where lower "
@@ -124,15 +126,25 @@ RUN_OPTIONS = (
            help="resampling seed (default: 12345, sacrebleu's)"),
     Option("n_ar_trials", INTEGER, 10000, group=MORE_RESAMPLING, metavar="T", bounds=(True, 1, 100_000),
            help="approximate randomization trials (default: 10000)"),
-    Option("stats", STRING, commands=(AGGREGATE,), metavar="PATH", job_file=False,
-           help="a result folder of bleu-spark, its stats/ folder, or statistics Parquet (this "
-                "or --stats-table)"),
+    Option("stats", STRING, commands=(AGGREGATE, GATE), metavar="PATH", job_file=False,
+           help="a result folder of bleu-spark, its stats/ folder, or statistics Parquet "
+                "(aggregate: this or --stats-table)"),
     Option("stats_table", STRING, commands=(AGGREGATE,), metavar="DB.TABLE", job_file=False,
            help="statistics from a table of Spark's catalog (score --catalog DB writes "
                 "DB.stats), read on Spark"),
-    Option("where", STRING, commands=(AGGREGATE,), metavar="PREDICATE", job_file=False,
+    Option("where", STRING, commands=(AGGREGATE, GATE), metavar="PREDICATE", job_file=False,
            help="a filter over group and measurement columns, not SQL: comparisons with "
-                "literals, AND, OR, NOT, IN, BETWEEN, IS NULL, LIKE; e.g. \"langpair = 'en-de'\""),
+                "literals, AND, OR, NOT, IN, BETWEEN, IS NULL, LIKE; e.g. \"langpair = 'en-de'\" "
+                "(gate: the slice under test)"),
+    Option("baseline_where", STRING, commands=(GATE,), metavar="PREDICATE", job_file=False,
+           help="gate: the baseline slice, a filter as --where (e.g. the last seven days)"),
+    Option("max_drop", NUMBER, 1.0, group=RESAMPLING, commands=(GATE,), metavar="X",
+           job_file=False, bounds=(False, 0, float("inf")),
+           help="gate: the largest drop allowed, in each metric's score points (default 1.0)"),
+    Option("alpha", NUMBER, 0.05, group=RESAMPLING, commands=(GATE,), metavar="A",
+           job_file=False, bounds=(False, 0, 1),
+           help="gate: a larger drop fails when fewer than this share of the bootstrap's "
+                "replicate pairs drop by at most --max-drop (default 0.05)"),
     Option("engine", STRING, "auto", commands=(AGGREGATE,), choices=("auto", "local", "spark"),
            job_file=False,
            help="auto (default): local and object-store (s3, gs, abfs) tables in-process "

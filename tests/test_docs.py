@@ -44,7 +44,7 @@ def section(text, heading):
     return text[start:end if end > 0 else None]
 
 
-@pytest.mark.parametrize("command", ["score", "aggregate"])
+@pytest.mark.parametrize("command", ["score", "aggregate", "gate"])
 def test_every_option_of_each_command_is_documented_under_it(command):
     _, parsers = commands()
     heading = f"`bleu-spark {command}`"
