@@ -70,6 +70,11 @@ class GateOptions:
         if missing:
             raise UsageError(f"gate needs {', '.join(missing)} ('' for --group-by compares each "
                              f"slice whole)")
+        object.__setattr__(self, "group_by", tuple(dict.fromkeys(self.group_by)))
+        taken = [c for c in self.group_by if c in FIELDS]
+        if taken:  # a row holds its group's values beside these
+            raise UsageError(f"--group-by {', '.join(taken)}: gate's rows have a field of that "
+                             f"name ({', '.join(FIELDS)}); rename the column")
         settings.check("--max-drop", self.max_drop)
         settings.check("--alpha", self.alpha)
         if not (_is_local(self.stats) or is_remote(self.stats)):
@@ -85,10 +90,6 @@ class GateOptions:
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> "GateOptions":
         return cls(**settings.fields_from(cls, values))
-
-    @property
-    def catalog(self) -> None:  # the sink's other store: gate writes a folder only
-        return None
 
 
 @dataclass

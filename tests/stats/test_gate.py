@@ -121,7 +121,7 @@ def test_a_system_whose_slice_lost_half_its_words_fails_and_is_named(tmp_path, c
     stats, texts = two_slices(tmp_path / "saved", degrade={"JDExploreAcademy"})
     systems = sorted({system for _, system in texts})
     assert "JDExploreAcademy" in systems
-    assert cli.main(gate_args(stats)) == 20
+    assert cli.main(gate_args(stats, "--output", str(tmp_path / "gate"))) == 20
     out, err = capsys.readouterr()
     assert err.startswith("bleu-spark: error: gate failed: ") and err.count("\n") == 1
     assert "system=JDExploreAcademy/bleu" in err and "system=JDExploreAcademy/ter" in err
@@ -129,6 +129,22 @@ def test_a_system_whose_slice_lost_half_its_words_fails_and_is_named(tmp_path, c
     assert sorted((f[1], f[2]) for f in failing) == [("JDExploreAcademy", "bleu"),
                                                       ("JDExploreAcademy", "ter")]
     assert sum(line.endswith("PASS") for line in out.splitlines()) == 2 * (len(systems) - 1)
+    written = pq.read_table(tmp_path / "gate" / "gate").to_pylist()
+    assert sorted((r["system"], r["metric"]) for r in written if r["verdict"] == "FAIL") == \
+        sorted((f[1], f[2]) for f in failing)
+    with open(tmp_path / "gate" / "run.json", encoding="utf-8") as handle:
+        run = json.load(handle)
+    assert (run["verdict"], run["failed"], run["exit_code"]) == ("FAIL", 2, 20)
+
+
+def test_a_slice_against_itself_is_resampled_independently(tmp_path):
+    """Replicate r beside replicate r of the same segments would drop by exactly 0 every time
+    (p = 1); beside replicate r + 1 the two are independent draws, which differ."""
+    stats, _ = two_slices(tmp_path / "saved", metric_names=("bleu",))
+    result = run_gate(GateOptions(stats=stats, where="day = 'today'", baseline_where="day = 'today'",
+                                  group_by=("langpair", "system")))
+    assert all(r["delta"] == 0 and r["verdict"] == "PASS" for r in result.rows)
+    assert all(0.5 < r["p_value"] < 1 for r in result.rows)
 
 
 def test_two_random_halves_of_the_same_output_pass(tmp_path, capsys):
@@ -238,6 +254,7 @@ def test_rows_of_two_draws_in_one_slice_are_refused(tmp_path, capsys):
     (["--max-drop", "-1"], 2, "--max-drop must be a number of at least 0"),
     (["--alpha", "1.5"], 2, "--alpha must be a number from 0 to 1"),
     (["--metrics", "ter"], 2, "--metrics names ter, which the slices do not hold"),
+    (["--group-by", "doc,verdict"], 2, "--group-by verdict: gate's rows have a field of that name"),
 ])
 def test_gate_user_errors_are_one_line_with_their_codes(tmp_path, capsys, args, code, message):
     stats = small_slices(tmp_path / "saved")
