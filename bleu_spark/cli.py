@@ -203,6 +203,11 @@ def run_score(args: argparse.Namespace) -> int:
         _written.append(written_to(options))
     finally:
         _stop_spark(spark)
+    if result.run.get("unchanged"):
+        notices.print_warnings(result.run["warnings"])
+        print(f"nothing new in {options.input}: its {result.run['incremental']['files_measured']} "
+              f"files were measured by earlier runs into {options.output}, left as it was")
+        return 0
     rows = result.run["rows"]
     console.print_scores(result, f"rows: read {rows['read']}, scored {rows['scored']}, "
                           f"rejected {rows['rejected']}", options.output, options.catalog)

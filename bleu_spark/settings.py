@@ -66,6 +66,10 @@ RUN_OPTIONS = (
                 "source,candidate,references,doc_id"),
     Option("allow_empty_input", BOOLEAN, False,
            help="an input with no rows is a result with no groups (exit 0), not exit 15"),
+    Option("incremental", BOOLEAN, False,
+           help="measure only the input files no earlier --incremental run into --output "
+                "measured, add their statistics to the folder's, and score every group from all "
+                "of them (docs/incremental.md)"),
     Option("partition_by", COLUMNS, metavar="COLS",
            help="write the output's tables as Hive partitions of these input columns (e.g. "
                 "run_date); a run replaces only its own"),

@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 import pyarrow as pa
 from pyspark.errors import AnalysisException
@@ -346,6 +346,14 @@ def read_parquet(spark: SparkSession, path: str, what: str = "input",
         raise
 
 
+def read_parquet_files(spark: SparkSession, files: Sequence[str], base: Optional[str],
+                       schema: Optional[T.StructType] = None) -> DataFrame:
+    """Some local files of an input, with the partition folders below `base` as columns."""
+    reader = spark.read if base is None else spark.read.option("basePath", runtime.server_path(spark, base))
+    reader = reader if schema is None else reader.schema(schema)
+    return runtime.analyzed(reader.parquet(*(runtime.server_path(spark, f) for f in files)))
+
+
 def footer_schema(path: str) -> Optional[T.StructType]:
     """The schema Spark reads a local input with (its columns of types Spark reads: see
     `readable_schema`), from its footers alone: when every file has the same columns
@@ -376,20 +384,58 @@ class InputTable:
 
     def __init__(self, spark: SparkSession, path: str, frame: Optional[DataFrame] = None):
         self.spark, self.path = spark, path
+        self.only: Optional[frozenset] = None  # the files read, when not all (`restrict`)
         if frame is not None:
             self.frame = frame
         self._schema = footer_schema(path) if frame is None else None
+
+    def restrict(self, files) -> None:
+        """Only these of the input's files read (an incremental run's new ones: paths as
+        `file_sizes` names them), by Spark's scan as by the Python workers."""
+        self.only = frozenset(files)
+        if self.read_by_spark:
+            del self.frame  # made again over these files
 
     @cached_property
     def frame(self) -> DataFrame:
         if self._schema is not None and remote.is_remote(self.path):
             from .files import read_remote_input
 
-            files = remote_files(self.path)
+            files = self.remote_files()
             names = partition_names(files.files, files.base) or []
             folders = folder_values(files.files, files.base, names, files.filesystem())
             return read_remote_input(self.spark, files, names, folders, self._schema)
-        return read_parquet(self.spark, self.path, schema=readable_schema(local_schema(self.path)))
+        schema = readable_schema(local_schema(self.path))
+        if self.only is None:
+            return read_parquet(self.spark, self.path, schema=schema)
+        return read_parquet_files(self.spark, sorted(self.only), self.base(), schema)
+
+    def remote_files(self) -> remote.Remote:
+        """The remote input's files listed, those of `restrict` alone."""
+        listed = remote_files(self.path)
+        if self.only is None:
+            return listed
+        kept = [(f, n) for f, n in zip(listed.files, listed.sizes) if f in self.only]
+        return replace(listed, files=tuple(f for f, _ in kept), sizes=tuple(n for _, n in kept))
+
+    def local_files(self) -> list:
+        """The local input's files as absolute paths, those of `restrict` alone."""
+        files = [os.path.abspath(f) for f in local_files(self.path)]
+        return files if self.only is None else [f for f in files if f in self.only]
+
+    def file_sizes(self) -> Dict[str, int]:
+        """Every file of the input (absolute paths; `bucket/key` on an object store) and its
+        bytes: what an incremental run's ledger names."""
+        if remote.is_remote(self.path):
+            listed = remote_files(self.path)
+            return dict(zip(listed.files, listed.sizes))
+        return {f: os.path.getsize(f) for f in map(os.path.abspath, local_files(self.path))}
+
+    def base(self) -> Optional[str]:
+        """The local folder its partition folders start in (None: none)."""
+        local = _local(self.path)
+        base = hive_base(local) or (local if os.path.isdir(local) else None)
+        return base and os.path.abspath(base)
 
     @property
     def schema(self) -> T.StructType:

@@ -16,7 +16,7 @@ from .. import compiled, notices, scoring, segments, settings, statstable, store
 from ..languages import target_warnings, tokenizer_warnings, tokenizers_by_pair
 from ..errors import EmptyInputError, UsageError
 from ..resampling import POISSON, SACREBLEU, Resampling
-from . import apart, drilldown, inputs, io, runtime
+from . import apart, drilldown, incremental, inputs, io, runtime
 from .failures import lost_worker_failure, memory_failure, task_user_error
 from .files import write_frame
 from .measure import Measurement, measure, partial_sums_frame
@@ -128,8 +128,15 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
     try:
         job_group = _start(spark, options, run_id)
         plan = _plan(options, schema, sink, run_id)
+        increment = incremental.opened(sink, options, plan, table) if options.incremental else None
+        if increment and not increment.new:
+            sink.abort()
+            return JobResult(scores=[], run=incremental.unchanged(options, increment, started))
         read = _read_footers(spark, table, options, plan)
         measurement = _measure(spark, table, options, plan, read)
+        if increment:
+            incremental.add_earlier(increment, measurement, options)
+            measurement.warnings += increment.warnings
         if measurement.on_executors:
             with StageProgress(spark, "scoring the groups on the executors",
                                options.progress_seconds):
@@ -150,6 +157,8 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         elif sink:
             timings["write_s"], report = _write(spark, sink, options, plan, schema, measurement,
                                                 showing.scores, showing.paired, run)
+        if increment:
+            incremental.write(spark, sink, increment, options, plan, run_id, run)
         timings["total_s"] = time.time() - started
         run["timings"] = timings
         if sink:
@@ -200,8 +209,11 @@ def _read_footers(spark: SparkSession, table: io.InputTable, options: JobOptions
     if scan is None and not io.is_local(options.input) and options.scan != "spark":
         say_progress(f"Spark's scan reads {options.input}: {found}", options.progress_seconds)
     # From Parquet footers (read here, or by a Spark job): checked against the scoring pass.
+    if options.incremental:
+        incremental.check_scan(scan, found)
     rows_read = scan.rows if scan else table.frame.count()
-    if rows_read == 0 and not options.allow_empty_input:
+    # An incremental run's new files may hold no rows: recorded as measured all the same.
+    if rows_read == 0 and not (options.allow_empty_input or options.incremental):
         raise EmptyInputError(f"input {options.input} has no rows: nothing to score (a feed "
                               f"that delivered nothing?); pass --allow-empty-input to write "
                               f"an empty result instead")

@@ -77,6 +77,8 @@ class Measurement:
     # Scored on the executors (`distributed`): the statistics table left there, `stats` None.
     stats_frame: Optional[DataFrame] = None
     tasks: int = 1                        # the tasks that scored the rows, and sum and score groups
+    # An incremental run's own statistics, once `stats` holds them added to the folder's.
+    own_stats: Optional[pa.Table] = None
 
     @property
     def on_executors(self) -> bool:
@@ -133,11 +135,12 @@ def measure(spark: SparkSession, table: io.InputTable, options: JobOptions, plan
 
 def where_scored(options: JobOptions, plan: PartitionPlan, rows: int, scan=None) -> str:
     """Where groups are scored: as asked, else (auto) on the driver for sacrebleu's replayed
-    draws (every segment on the driver), for inputs too small to have many groups, and for
+    draws (every segment on the driver), for an incremental run (its statistics are added to the
+    folder's there), for inputs too small to have many groups, and for
     inputs the Python workers read whose groups, estimated from a sample of them, fit the
     driver (`ArrowScan.estimated_groups`: that path starts no SQL engine, a few seconds a run);
     otherwise decided once the groups are counted (`_measured_apart`)."""
-    if plan.per_segment or options.groups_scored_on == DRIVER:
+    if plan.per_segment or options.groups_scored_on == DRIVER or options.incremental:
         return DRIVER
     if options.groups_scored_on == EXECUTORS:
         return EXECUTORS

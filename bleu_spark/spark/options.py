@@ -50,6 +50,7 @@ class JobOptions:
     segments: bool = False                              # also write DIR/segments/, a row a segment
     segments_columns: Tuple[str, ...] = ()              # input columns the segments table carries
     allow_empty_input: bool = False                     # no input row: exit 15 unless allowed
+    incremental: bool = False                           # measure only files OUT has not measured
     warnings: Tuple[str, ...] = ()                      # about the options, for run.json
     # The metrics with their options, and how the rows' text is tokenized: made (and checked)
     # once, from the fields above.
@@ -90,7 +91,25 @@ class JobOptions:
             raise UsageError("--segments-columns is only used with --segments")
         if self.segments and not self.output:
             raise UsageError("--segments needs --output DIR: the segments table is written there")
+        if self.incremental:
+            self._check_incremental()
         settings.check_destination(self.output, self.catalog, self.report)
+
+    def _check_incremental(self) -> None:
+        """What an incremental run needs: a folder to keep its ledger in, and statistics that
+        add up across runs with nothing held per segment on the driver."""
+        if not self.output:
+            raise UsageError("--incremental needs --output DIR: the files it measured are recorded there")
+        refused = [flag for flag, given in (
+            ("--references", self.references), ("--segment-key", self.segment_key),
+            ("--scan spark", self.scan == "spark"),
+            ("--colocate-references always", self.colocate_references == "always"),
+            ("--groups-scored-on executors", self.groups_scored_on == "executors"),
+            ("--bootstrap-method sacrebleu", self.resampling.method == SACREBLEU)) if given]
+        if refused:
+            raise UsageError(f"--incremental does not take {', '.join(refused)}: it measures each "
+                             f"input file once, as the Python workers read it, and adds up its "
+                             f"statistics to the folder's (docs/incremental.md)")
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> "JobOptions":

@@ -63,7 +63,7 @@ def _scored_rows(measurement: Measurement) -> int:
     if measurement.on_executors:
         frame = measurement.stats_frame
         return frame.filter(F.col("metric") == first).agg(F.sum("n_segments")).first()[0] or 0
-    stats = measurement.stats
+    stats = measurement.stats if measurement.own_stats is None else measurement.own_stats
     return pc.sum(stats.filter(pc.equal(stats["metric"], first))["n_segments"]).as_py() or 0
 
 

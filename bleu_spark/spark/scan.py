@@ -363,27 +363,25 @@ def _typed(value: Optional[str], spark_type: T.DataType):
     return None if value is None else pa.array([value]).cast(to_arrow_type(spark_type))[0].as_py()
 
 
-def _remote_input(table: io.InputTable, path: str):
+def _remote_input(table: io.InputTable):
     """(files, footers, sizes, base, source) of an input on an object store, listed and read
     by pyarrow (`io.remote_files`); else why Spark's scan reads it."""
     if table.read_by_spark:
         return "Spark types the remote input's partition folders (their values may read as numbers or times)"
-    source = io.remote_files(path)
+    source = table.remote_files()
     return list(source.files), io.remote_footers(source), source.sizes, source.base, source
 
 
-def _local_input(table: io.InputTable, path: str):
+def _local_input(table: io.InputTable):
     """(files, footers, sizes, base, None) of a local input; else why Spark's scan reads it."""
     # Absolute: the Python workers' working folder is not the driver's (a cluster's executors,
     # a Spark Connect server).
-    files = [os.path.abspath(f) for f in io.local_files(path)]
-    if table.read_by_spark and (sorted(map(os.path.abspath, files))
+    files = table.local_files()
+    if table.read_by_spark and (sorted(files)
                                 != sorted(_local_path(f) for f in table.frame.inputFiles())):
         return "Spark lists other files than the footers were read from"
     footers = {f: pq.read_metadata(f) for f in files}
-    local = path[len("file://"):] if path.startswith("file://") else path
-    base = io.hive_base(local) or (local if os.path.isdir(local) else None)
-    return files, footers, list(map(os.path.getsize, files)), base and os.path.abspath(base), None
+    return files, footers, list(map(os.path.getsize, files)), table.base(), None
 
 
 def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Union[ArrowScan, str]:
@@ -395,8 +393,8 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
         return "rows are joined or checked across rows in Spark SQL"
     if options.colocate_references == "always":
         return "rows sharing references are brought together first (--colocate-references always)"
-    found = _remote_input(table, options.input) if remote.is_remote(options.input) else (
-        _local_input(table, options.input) if io.is_local(options.input)
+    found = _remote_input(table) if remote.is_remote(options.input) else (
+        _local_input(table) if io.is_local(options.input)
         else remote.spark_only(options.input))
     if isinstance(found, str):
         return found

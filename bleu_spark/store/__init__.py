@@ -45,7 +45,7 @@ from .partitions import (PARTITION_TYPES, check_partition_columns, check_partiti
                          rows_of, rows_outside)
 from .reading import Located, locate, partition_columns
 from .recovery import recover
-from .sink import FanOut, Sink, open_sink
+from .sink import FanOut, Sink, catalog_of, folder_of, open_sink
 from .tasks import TableFiles, TaskWriter
 
 __all__ = ["check_output", "check_partition_columns", "check_partition_names", "check_uri",

@@ -27,6 +27,11 @@ from .recovery import _prune, finish, recover
 from .tasks import TableFiles
 
 
+# Tables of the output, not of its groups: never cut into partitions (an input file's rows may
+# fall into several).
+UNPARTITIONED = ("input_files",)
+
+
 class _Output:
     """What both kinds of output share: writing a run's files, committing them, undoing them."""
 
@@ -46,6 +51,10 @@ class _Output:
         self._numbers = itertools.count()
         self._created = False
         self.committed = False
+        # An incremental run (`store/ledger.py`): the committed files it keeps in tables it adds
+        # to (relative to DIR), and the last entry it read them from, checked again at commit.
+        self.carried: Dict[str, List[str]] = {}
+        self.based_on: Optional[str] = None  # None: not incremental
 
     # --- where things go ----------------------------------------------------------------------
 
@@ -103,7 +112,7 @@ class _Output:
             if name not in self.by_tasks:
                 self.frames(table() if callable(table) else table, self.task_files(name))
             return
-        if not self.partition_by:
+        if not self.partition_by or name in UNPARTITIONED:
             self._write_file(name, "", table)
             return
         check_partition_columns(table.schema, self.partition_by)
@@ -143,8 +152,7 @@ class _Output:
 
     def staged_partitions(self) -> list:
         """Every partition folder path (`col=v/col2=w`) this run wrote for any table."""
-        return sorted({os.path.dirname(f.split("/", 1)[1])
-                       for files in self.run_files().values() for f in files})
+        return sorted({_partition_of(f) for files in self.run_files().values() for f in files})
 
     def marker(self) -> dict:
         return {"format": OUTPUT_FORMAT, "format_version": FORMAT_VERSION,
@@ -183,6 +191,7 @@ class _Output:
         try:
             with _locked(self.fs, self.path):
                 self.check()
+                self._check_based_on()
                 if prepare is not None:
                     prepare(self)
                 entry = self._entry(run)
@@ -194,10 +203,32 @@ class _Output:
         except OSError as exc:
             raise OutputError(f"cannot commit output to {self.uri}: {exc}") from None
 
+    def carry(self, table: str, files: Sequence[str]) -> None:
+        """Committed files of `table` (relative to DIR) kept beside this run's: an incremental
+        run adds to the rows of earlier runs there rather than replace them."""
+        self.carried[table] = list(files)
+
+    def last_entry(self) -> str:
+        """The run id of DIR's last commit entry; '' before its first."""
+        log = entries(self.fs, self.path)
+        return log[-1]["run_id"] if log else ""
+
+    def _check_based_on(self) -> None:
+        """An incremental run read DIR's files as of one entry: another run's commit since then
+        may have measured the same input files, so this run's would count them twice."""
+        if self.based_on is not None and self.last_entry() != self.based_on:
+            raise OutputError(f"another run committed into {self.uri} while this incremental run "
+                              f"measured: nothing of this run was committed; run it again")
+
     def _entry(self, run: dict) -> dict:
         files = self.run_files()
+        # Kept only in partitions this run replaces: a partition it did not touch keeps its entry.
+        written = {_partition_of(f) for v in files.values() for f in v}
+        for table, kept in self.carried.items():
+            kept = [f for f in kept if not self.partition_by or _partition_of(f) in written]
+            files[table] = sorted({*files.get(table, []), *kept})
         partitions = [""] if not self.partition_by else sorted(
-            {os.path.dirname(f.split("/", 1)[1]) for v in files.values() for f in v})
+            {_partition_of(f) for v in files.values() for f in v})
         if self.partition_by:
             run["partitions_written"] = partitions  # the caller's record says so too
             self.write_json(f"{RUNS}/{self.run_id}.json", run)
@@ -296,6 +327,11 @@ class PartitionedOutput(_Output):
             raise OutputError(f"output {self.uri} is partitioned by "
                               f"{','.join(marker.get('partition_by') or []) or 'nothing'}, not by "
                               f"{','.join(self.partition_by)}; write to another folder")
+
+
+def _partition_of(relative: str) -> str:
+    """`col=v/col2=w` of a table's file `table/col=v/col2=w/part-...` ('' outside partitions)."""
+    return os.path.dirname(relative.split("/", 1)[1])
 
 
 def _check_replaceable(fs, path: str, uri: str, partitioned: bool) -> Optional[dict]:

@@ -13,7 +13,7 @@ MARKER = "_bleu_spark.json"
 SUCCESS = "_SUCCESS"
 RUN_FILE = "run.json"
 RUNS = "runs"
-TABLES = ("stats", "scores", "dashboard", "paired", "rejected", "segments")
+TABLES = ("stats", "scores", "dashboard", "paired", "rejected", "segments", "input_files")
 OUTPUT_FORMAT = "bleu-spark output"
 # The tables' files are those the commit log (`_commits/`) names. A marker of any other version
 # (1: a development-era folder committed by folder moves) is refused, by readers and writers.

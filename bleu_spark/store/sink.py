@@ -80,6 +80,24 @@ class FanOut:
             sink.abort()
 
 
+def _stores(sink) -> list:
+    return sink.sinks if isinstance(sink, FanOut) else [sink]
+
+
+def folder_of(sink):
+    """The output folder among a run's stores (`commit._Output`); None without one."""
+    from .commit import _Output
+
+    return next((s for s in _stores(sink) if isinstance(s, _Output)), None)
+
+
+def catalog_of(sink):
+    """Spark's catalog among a run's stores; None without it."""
+    from .commit import _Output
+
+    return next((s for s in _stores(sink) if not isinstance(s, _Output)), None)
+
+
 def _folder(uri: str, partition_by, run_id: str, command: str, spark, frames) -> Sink:
     from .commit import output_for
 
