@@ -61,12 +61,13 @@ class GateOptions:
     alpha: float = settings.default("alpha")
     metrics: Optional[Tuple[str, ...]] = None        # None: every metric the slices hold
     output: Optional[str] = None                     # also write the rows and run.json there
-    parsed: Tuple[predicate.Predicate, ...] = field(init=False, default=(), compare=False, repr=False)
+    parsed: Tuple[predicate.Predicate, ...] = field(init=False, default=(), compare=False,
+                                                    repr=False)
 
     def __post_init__(self):
-        missing = [flag for flag, value in (("--stats PATH", self.stats), (f"{CURRENT} PREDICATE", self.where),
-                                            (f"{BASELINE} PREDICATE", self.baseline_where),
-                                            ("--group-by COLS", self.group_by)) if value is None]
+        needed = (("--stats PATH", self.stats), (f"{CURRENT} PREDICATE", self.where),
+                  (f"{BASELINE} PREDICATE", self.baseline_where), ("--group-by COLS", self.group_by))
+        missing = [flag for flag, value in needed if value is None]
         if missing:
             raise UsageError(f"gate needs {', '.join(missing)} ('' for --group-by compares each "
                              f"slice whole)")
