@@ -182,7 +182,7 @@ def test_a_run_killed_at_any_point_and_run_again_counts_every_row_once(pieces, t
     script = tmp_path / "killer.py"
     script.write_text(KILLER)
     args = ["score", "--input", inbox, "--output", out, "--incremental", "--on-invalid",
-            "quarantine", "--segments", "--confidence", "--n-bootstrap", "200", "--metrics",
+            "quarantine", "--segments", "--confidence", "--clusters", "--n-bootstrap", "200", "--metrics",
             "bleu,chrf", "--progress-seconds", "0"]
     run = lambda *more: subprocess.run([sys.executable, str(script), *more, *args],
                                        capture_output=True, text=True, timeout=600)

@@ -570,3 +570,29 @@ def test_segment_scores_and_checks_scored_on_the_executors_go_to_the_catalog(spa
     assert in_catalog == in_folder and {m for _, _, m in in_folder} == {"bleu", "comet", "empty", "copy"}
     stats = spark.table(f"{database}.stats").columns
     assert {"segment_score_sum", "segment_score_count", "check_flagged", "check_rows"} <= set(stats)
+
+
+def test_an_incremental_run_holds_every_run_s_rows_in_the_catalog_as_in_its_folder(
+        spark, tmp_path, in_memory_database):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    days = day_inputs(str(tmp_path))
+    inbox, out = tmp_path / "inbox", str(tmp_path / "out")
+    inbox.mkdir()
+    database = in_memory_database("incremental_db")
+    for day in DAYS[:3]:  # a day's file lands, a run follows; a null candidate rejected each day
+        table = pq.read_table(days[day])
+        table = table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
+        bad = table.slice(0, 1).set_column(table.schema.get_field_index("candidate"), "candidate",
+                                           pa.array([None], pa.string()))
+        pq.write_table(pa.concat_tables([table, bad]), str(inbox / f"{day}.parquet"))
+        run_job(spark, JobOptions(input=str(inbox), output=out, catalog=database, incremental=True,
+                                  segments=True, on_invalid="quarantine", progress_seconds=0))
+    for name in ("segments", "rejected", "stats", "scores", "dashboard"):
+        assert spark.table(f"{database}.{name}").count() == len(folder_table(out, name)) > 0, name
+    assert spark.table(f"{database}.rejected").count() == 3
+    assert spark.table(f"{database}.segments").count() == sum(
+        pq.read_metadata(days[d]).num_rows for d in DAYS[:3])  # one metric: a row per row
+    scores = {(r["langpair"], r["system"]): r["score"] for r in folder_table(out, "scores")}
+    held = {(r["langpair"], r["system"]): r["score"] for r in spark.table(f"{database}.scores").collect()}
+    assert held == scores

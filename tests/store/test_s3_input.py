@@ -243,3 +243,24 @@ def test_s3_input_through_spark_connect_reads_with_the_clients_settings(s3, layo
     assert here.returncode == 0, here.stderr[-3000:]
     assert by_group(json.loads((tmp_path / "connect" / "scores.json").read_text())) == \
         by_group(json.loads((tmp_path / "here" / "scores.json").read_text()))
+
+
+@pytest.mark.spark
+def test_an_incremental_run_over_a_prefix_into_s3_equals_a_plain_run(s3, spark):
+    from bleu_spark.spark.job import JobOptions, run_job
+
+    table = pq.read_table(SAMPLE).slice(0, 3000)
+    fs = s3["fs"]
+    for step in range(3):
+        with fs.open_output_stream(f"bucket/hourly/hour={step}/part-0.parquet") as out:
+            pq.write_table(table.slice(step * 1000, 1000), out)
+        result = run_job(spark, JobOptions(input="s3a://bucket/hourly", output="s3://bucket/inc",
+                                           incremental=True, progress_seconds=0))
+        assert result.run["rows"]["read"] == 1000
+    again = run_job(spark, JobOptions(input="s3a://bucket/hourly", output="s3://bucket/inc",
+                                      incremental=True, progress_seconds=0))
+    assert again.run["unchanged"]
+    run_job(spark, JobOptions(input="s3a://bucket/hourly", output="s3://bucket/plain",
+                              progress_seconds=0))
+    read = lambda key: json.loads(fs.open_input_stream(f"bucket/{key}/scores.json").read())
+    assert read("inc") == read("plain") and len(read("plain")) > 1
