@@ -23,6 +23,7 @@ JSON_LIST_REFERENCE = "json_list_reference"  # a reference string that is a JSON
 TEXT_LIST_REFERENCE = "text_list_reference"  # a reference string that is a list written otherwise
 NULL_SEGMENT_SCORE = "null_segment_score"  # a --segment-scores column is null in the row
 INVALID_SEGMENT_SCORE = "invalid_segment_score"  # ... NaN, infinite or too large
+NULL_TIME = "null_time"                    # the --time-col value of the row is null
 LARGEST_SEGMENT_SCORE = 10 ** 6            # |value| a segment score may have (metrics/means.py)
 
 BATCH_ROWS = 10_000  # segments counted at once by the in-process API
@@ -41,6 +42,7 @@ REASONS = {
     NULL_SEGMENT_SCORE: "a segment score (--segment-scores) of the row is null",
     INVALID_SEGMENT_SCORE: f"a segment score of the row is NaN, infinite or of magnitude above "
                            f"{LARGEST_SEGMENT_SCORE:,}",
+    NULL_TIME: "the row's time (--time-col) is null: it falls in no window",
 }
 # What to do about a reason, said once in the message that stops a run.
 HINTS = {

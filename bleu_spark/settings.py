@@ -73,6 +73,12 @@ RUN_OPTIONS = (
     Option("partition_by", COLUMNS, metavar="COLS",
            help="write the output's tables as Hive partitions of these input columns (e.g. "
                 "run_date); a run replaces only its own"),
+    Option("time_col", STRING, metavar="COL",
+           help="with --window: a timestamp or date column whose windows become the group "
+                "column window_start (naive times are taken as UTC)"),
+    Option("window", STRING, metavar="SPEC",
+           help="with --time-col: the window's length, e.g. 15m, 1h, 1d (aligned to the Unix "
+                "epoch, as Spark's window())"),
     Option("output", STRING, group=SHOWING, commands=(*BOTH, GATE),
            help="output directory (this or --catalog, or both; gate: optional); docs/outputs.md "
                 "lists what it holds"),

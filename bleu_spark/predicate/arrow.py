@@ -22,7 +22,10 @@ def _arrow_kind(t: pa.DataType) -> str:
         return "string"
     if pa.types.is_integer(t):
         return "integer"
-    # Floating columns stay out: NaN compares differently on pyarrow and Spark.
+    # Floating columns stay out: NaN compares differently on pyarrow and Spark. A timestamp
+    # with a zone is an instant, compared with literals read as UTC (one without is not).
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return "timestamp"
     return {pa.bool_(): "boolean", pa.date32(): "date", pa.date64(): "date"}.get(t, "other")
 
 
@@ -67,7 +70,8 @@ class ArrowEngine:
 
 
 # The type of an IN list's values on pyarrow, by the type of its (bound) literals.
-_SET_TYPES = {int: pa.int64(), str: pa.string(), bool: pa.bool_(), datetime.date: pa.date32()}
+_SET_TYPES = {int: pa.int64(), str: pa.string(), bool: pa.bool_(), datetime.date: pa.date32(),
+              datetime.datetime: pa.timestamp("us", tz="UTC")}
 
 
 def to_arrow(predicate: Predicate) -> pc.Expression:

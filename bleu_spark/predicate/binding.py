@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from ..errors import UsageError
-from .grammar import date_literal
+from .grammar import date_literal, timestamp_literal
 from .tree import Between, Col, Compare, In, IsNull, Like, Lit, Logic, Not, Predicate, refuse
 
 _FLIPPED = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -114,7 +114,7 @@ def _needs_column(operand, form: str) -> Col:
 
 # The column kind each literal compares with (a decimal with an integer column, as in SQL).
 _LITERAL_KINDS = {bool: "boolean", int: "integer", float: "integer", str: "string",
-                  datetime.date: "date"}
+                  datetime.date: "date", datetime.datetime: "timestamp"}
 
 
 def _typed(column: Col, literal, kinds) -> Lit:
@@ -125,6 +125,8 @@ def _typed(column: Col, literal, kinds) -> Lit:
         return literal
     if kind == "date" and isinstance(literal.value, str):
         return Lit(date_literal(literal.value))
+    if kind == "timestamp" and isinstance(literal.value, str):
+        return Lit(timestamp_literal(literal.value))
     if _LITERAL_KINDS[type(literal.value)] != kind:
         raise _mismatch(column, kinds, _describe(literal.value))
     return literal
@@ -132,14 +134,14 @@ def _typed(column: Col, literal, kinds) -> Lit:
 
 def _describe(value) -> str:
     return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
-            datetime.date: "a date"}[type(value)]
+            datetime.date: "a date", datetime.datetime: "a timestamp"}[type(value)]
 
 
 def _mismatch(column: Col, kinds, what: str) -> UsageError:
     kind = kinds[column.name]
     if kind == "other":
         return UsageError(f"bad --where predicate: {column.name} has a type --where does not "
-                          f"compare (string, integer, boolean and date columns do; IS NULL "
+                          f"compare (string, integer, boolean, date and timestamp columns do; IS NULL "
                           f"takes any)")
     article = "an" if kind[0] in "aeiou" else "a"
     return UsageError(f"bad --where predicate: {column.name} is {article} {kind} column, "

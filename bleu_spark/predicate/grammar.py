@@ -11,6 +11,7 @@ from .tree import Between, Col, Compare, In, IsNull, Like, Lit, Logic, Not, Pred
 
 _COMPARISONS = {"EQ": "=", "NEQ": "<>", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}  # sqlglot's
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?)?(Z|[+-]\d{2}:\d{2})?")
 
 # What a filter may hold. The parser and the tree walks recurse once per nesting level and per
 # AND/OR term, and pyarrow evaluates an expression tree recursively in C++: past these a filter
@@ -196,6 +197,20 @@ def date_literal(text: str) -> datetime.date:
     except ValueError:
         pass
     raise refuse("a date literal is not a YYYY-MM-DD date")
+
+
+def timestamp_literal(text: str) -> datetime.datetime:
+    """'YYYY-MM-DD[ HH:MM[:SS[.ffffff]]]' with an optional 'Z' or +HH:MM, compared with a
+    timestamp column (`window_start`): the instant, in UTC; a time without a zone is UTC."""
+    try:
+        if _TIMESTAMP.fullmatch(text):
+            value = datetime.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+            zone = value.tzinfo or datetime.timezone.utc
+            return value.replace(tzinfo=zone).astimezone(datetime.timezone.utc)
+    except ValueError:
+        pass
+    raise refuse("a timestamp literal is not 'YYYY-MM-DD HH:MM:SS' (UTC unless it ends in Z or "
+                 "+HH:MM)")
 
 
 def _not_allowed(node) -> UsageError:

@@ -108,7 +108,8 @@ def _kind(data_type: T.DataType) -> str:
     if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
         return "integer"
     return ("boolean" if isinstance(data_type, T.BooleanType) else
-            "date" if isinstance(data_type, T.DateType) else "other")
+            "date" if isinstance(data_type, T.DateType) else
+            "timestamp" if isinstance(data_type, T.TimestampType) else "other")
 
 
 class SparkEngine:

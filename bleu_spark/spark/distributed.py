@@ -11,6 +11,7 @@ not grow with the number of groups, an executor's grows with its largest compari
 """
 from __future__ import annotations
 
+import datetime
 from collections import Counter
 from typing import Iterator, List, Optional, Sequence, Tuple
 
@@ -24,6 +25,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from .. import errors, metrics, scoring
 from ..resampling import Resampling
+from ..time_windows import WINDOW_START
 from ..scoring.tables import (DASHBOARD_FIELDS, GROUPING, INTERVAL_FIELDS, PAIRED_TYPES,
                               SCORE_TYPES, json_rows)
 from ..resampling import clusters
@@ -317,13 +319,21 @@ def as_score_row(values: dict, group_cols: Sequence[str]) -> scoring.ScoreRow:
     its own metric's result fields (not other metrics'), statistics and sacrebleu's fields."""
     every = set(metrics.result_types())
     own = set(metrics.declaration(values["metric"]).result_fields()) if values.get("metric") else every
-    row = scoring.ScoreRow((k, v) for k, v in values.items()
+    row = scoring.ScoreRow((k, utc_window(v) if k == WINDOW_START else v) for k, v in values.items()
                            if k in group_cols or k == GROUPING
                            or (k in SCORE_TYPES and (k not in every or k in own)))
     row.statistics = {k: v for k, v in values.items() if metrics.is_stat_column(k)}
     row.measured = _measured(values)
     row.sacrebleu = {k: values.get(v) for k, v in SACREBLEU.items() if values.get(v) is not None}
     return row
+
+
+def utc_window(value):
+    """A window's start as the driver path holds it (UTC): Spark gives a timestamp to Python as
+    a naive time of the local zone."""
+    if isinstance(value, datetime.datetime) and value.tzinfo is None:
+        return value.astimezone(datetime.timezone.utc)
+    return value
 
 
 def _measured(values: dict):

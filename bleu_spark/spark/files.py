@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from .. import store
 from ..errors import InputNotFoundError
+from ..time_windows import WINDOW_START, WINDOW_TYPE
 from . import runtime
 from .names import map_in_arrow
 
@@ -26,10 +27,19 @@ def write_frame(frame: DataFrame, where: store.TableFiles) -> int:
         writer = store.TaskWriter(where, task.partitionId(), task.attemptNumber())
         for batch in batches:
             if batch.num_rows:
-                writer.write(pa.Table.from_batches([batch]))
+                writer.write(_window_in_utc(pa.Table.from_batches([batch])))
         yield pa.RecordBatch.from_pydict({"files": pa.array([writer.close()], pa.int64())})
 
     return sum(r[0] for r in map_in_arrow(frame, write, "files long").collect())
+
+
+def _window_in_utc(table: pa.Table) -> pa.Table:
+    """`window_start` as the driver writes it, timestamp[us, tz=UTC]: Spark hands a timestamp
+    over named by its session's zone (the same instant)."""
+    if WINDOW_START not in table.column_names:
+        return table
+    at = table.schema.get_field_index(WINDOW_START)
+    return table.set_column(at, WINDOW_START, table[WINDOW_START].cast(WINDOW_TYPE))
 
 
 def read_files(spark: SparkSession, where: store.TableFiles, files: List[str],

@@ -496,6 +496,10 @@ def is_atomic(dtype) -> bool:
     return isinstance(dtype, ATOMIC_TYPES)
 
 
+def is_time(dtype) -> bool:
+    return isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DateType))
+
+
 def is_numeric(dtype) -> bool:
     return isinstance(dtype, T.NumericType)
 

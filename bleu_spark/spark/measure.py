@@ -109,7 +109,7 @@ def measure(spark: SparkSession, table: io.InputTable, options: JobOptions, plan
     read = [c for c in plan.read_columns if c in present]  # carried segment columns too
     position = bool(plan.segments) and plan.segments.key_cols == segments.POSITION
     rows = table.frame.count() if rows is None else rows
-    scored = inputs.scoring_input(spark, table, options, plan.group_cols, plan.langpair_col,
+    scored = inputs.scoring_input(spark, table, options, plan.input_group_cols, plan.langpair_col,
                                   rows, scan, read, position)
     accumulators = (rows_done, references_tokenized)
     if where_scored(options, plan, rows, scored.scan) != DRIVER:
@@ -147,7 +147,7 @@ def where_scored(options: JobOptions, plan: PartitionPlan, rows: int, scan=None)
     if rows <= DRIVER_ROWS:
         return DRIVER
     if scan is not None:
-        groups = scan.estimated_groups(plan.group_cols)
+        groups = scan.estimated_groups(plan.group_cols, plan.window)
         if groups <= min(DRIVER_GROUPS, _rows_within(DRIVER_BYTES, plan)):
             return DRIVER
     return AUTO
@@ -237,7 +237,7 @@ def _segment_stats(partials: pa.Table, plan: PartitionPlan) -> pa.Table:
 
 def _failure_message(measurement: Measurement) -> str:
     plan = measurement.plan
-    shown = [*plan.group_cols, *measurement.input.segment_key]
+    shown = list(dict.fromkeys([*plan.input_group_cols, *measurement.input.segment_key]))
     frame = measurement.rejected_frame(whole=False)
     # Text columns come back as bytes, decoded here: a value that is not UTF-8 cannot be
     # taken as a string through Spark Connect's Arrow results.

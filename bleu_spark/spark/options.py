@@ -11,6 +11,7 @@ from ..errors import UsageError
 from ..languages import TextSettings
 from ..metrics import configured, extra_metrics, parse_checks, parse_segment_scores
 from ..resampling import SACREBLEU, Resampling
+from ..time_windows import TimeWindow, check_window_grouping
 from . import inputs
 
 ON_INVALID = settings.option("on_invalid").choices
@@ -51,11 +52,14 @@ class JobOptions:
     segments_columns: Tuple[str, ...] = ()              # input columns the segments table carries
     allow_empty_input: bool = False                     # no input row: exit 15 unless allowed
     incremental: bool = False                           # measure only files OUT has not measured
+    time_col: Optional[str] = None                      # with window: its windows are a group column
+    window: Optional[str] = None                        # a window's length, e.g. 15m, 1h, 1d
     warnings: Tuple[str, ...] = ()                      # about the options, for run.json
     # The metrics with their options, and how the rows' text is tokenized: made (and checked)
     # once, from the fields above.
     measured: Tuple[Any, ...] = field(init=False, compare=False, repr=False, default=())
     text: Optional[TextSettings] = field(init=False, compare=False, repr=False, default=None)
+    windows: Optional[TimeWindow] = field(init=False, compare=False, repr=False, default=None)
 
     def __post_init__(self):
         object.__setattr__(self, "metrics", settings.reference_metrics(
@@ -87,6 +91,9 @@ class JobOptions:
         settings.check_grouping(self.group_by, self.grouping_sets)
         inputs.check_reference_options(self)
         store.check_partition_names(self.partition_by)
+        object.__setattr__(self, "windows", TimeWindow.of(self.time_col, self.window))
+        if self.windows:
+            check_window_grouping(self.group_by, self.grouping_sets, self.partition_by)
         if self.segments_columns and not self.segments:
             raise UsageError("--segments-columns is only used with --segments")
         if self.segments and not self.output:

@@ -12,6 +12,7 @@ from ..resampling import POISSON
 from ..tokenizers import AUTO
 from ..errors import MissingColumnError, UsageError
 from ..segments import SegmentsPlan
+from ..time_windows import WINDOW_START
 from . import inputs, io
 from .stats import REASON, PartitionPlan
 
@@ -35,7 +36,9 @@ def group_columns(options: JobOptions, columns: Sequence[str]) -> Tuple[str, ...
             raise MissingColumnError(
                 f"input has no column {default} (the default grouping) but has {near[0]}: column "
                 f"names are case-sensitive; pass --group-by {suggested} (or rename the column)")
-    return tuple(c for c in DEFAULT_GROUP_BY if c in columns)
+    # Windows are scored apart by default: (system, langpair, window_start).
+    window = (WINDOW_START,) if options.windows else ()
+    return tuple(c for c in DEFAULT_GROUP_BY if c in columns) + window
 
 
 def grouping_sets(options: JobOptions, columns: Sequence[str]) -> List[scoring.GroupingSet]:
@@ -73,7 +76,9 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
                                    or set(options.references_cols) <= set(columns)):
         rules += inputs.reference_rules(options, columns)
     rules += metric_column_rules(options)
-    keys = dict.fromkeys([*group_cols, *options.join_on, *options.segment_key])
+    rules += window_rules(options, columns)
+    keys = dict.fromkeys([*(c for c in group_cols if not (options.windows and c == WINDOW_START)),
+                          *options.join_on, *options.segment_key])
     rules += [io.ColumnRule(c, "an atomic type", io.is_atomic) for c in keys]
     if auto:
         rules.append(io.ColumnRule(options.langpair_col, "string", io.is_string))
@@ -90,7 +95,20 @@ def plan_for(schema: T.StructType, options: JobOptions) -> PartitionPlan:
                          segment_hash_col=SEGMENT_HASH if poisson or options.segments else None,
                          replicates=resampling.replicates, trials=resampling.trials,
                          seed=resampling.seed, per_segment=tuple(dict.fromkeys(per_segment)),
-                         metrics=options.measured)
+                         metrics=options.measured, window=options.windows)
+
+
+def window_rules(options: JobOptions, columns: Sequence[str]) -> list:
+    """The time column's type; the derived group column's name free in the input."""
+    if not options.windows:
+        return []
+    if WINDOW_START in columns:
+        raise UsageError(f"input has a column named {WINDOW_START}, the group column --window "
+                         f"makes; rename it in the input")
+    return [io.ColumnRule(options.windows.column, "a timestamp or date (of milliseconds or "
+                          "microseconds: Spark reads no nanoseconds; pyarrow writes them so with "
+                          "coerce_timestamps='us')", io.is_time,
+                          "--time-col")]
 
 
 def metric_column_rules(options: JobOptions) -> list:

@@ -46,11 +46,13 @@ from ..store import remote
 from . import io, runtime
 from .names import map_in_arrow
 from .inputs import scoring_tasks, user_split_bytes
+from ..time_windows import WINDOW_START
 from .stats import merged_sums, output_schema, partial_sums as partition_function
 
 # What pyarrow reads exactly as Spark does: data columns, and values of partition folders.
 _READ_ALIKE = (T.StringType, T.IntegerType, T.LongType, T.ShortType, T.ByteType, T.BooleanType,
                T.DateType, T.DoubleType, T.FloatType)
+_TIME_ALIKE = (T.TimestampType, T.TimestampNTZType)
 _FOLDER_ALIKE = (T.StringType, T.IntegerType, T.LongType, T.DateType)
 BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 REMOTE_BUFFER = 8 << 20   # a remote file's read size: one request per 8 MiB of a column's pages
@@ -146,10 +148,12 @@ class ArrowScan:
         count = max(1, len(self.tasks))
         return map_in_arrow(spark.range(0, count, 1, numPartitions=count), run, schema)
 
-    def estimated_groups(self, group_cols: Sequence[str], sample_rows: int = 100_000) -> int:
+    def estimated_groups(self, group_cols: Sequence[str], window=None,
+                         sample_rows: int = 100_000) -> int:
         """The input's groups, estimated on the driver from the first batch of up to 16 tasks
         spread over it (at most `sample_rows` rows): their distinct keys per row read, times the
-        rows. Exact for an input of one batch; rows sorted by group err towards fewer groups."""
+        rows. Exact for an input of one batch; rows sorted by group err towards fewer groups.
+        `window`: the run's time windows (`window_start` made from its time column)."""
         if not group_cols:
             return 1
         step = max(1, len(self.tasks) // 16)
@@ -157,7 +161,7 @@ class ArrowScan:
         for task in range(0, len(self.tasks), step):
             if not self.tasks[task]:
                 continue
-            sample = self._group_keys(self.tasks[task][0], group_cols)
+            sample = self._group_keys(self.tasks[task][0], group_cols, window)
             if sample is None:
                 continue
             keys.append(sample)
@@ -169,19 +173,20 @@ class ArrowScan:
         distinct = pa.concat_tables(keys).group_by(list(group_cols), use_threads=False).aggregate([]).num_rows
         return min(self.rows, -(-distinct * self.rows // read))
 
-    def _group_keys(self, piece: Piece, group_cols: Sequence[str]) -> Optional[pa.Table]:
+    def _group_keys(self, piece: Piece, group_cols: Sequence[str], window=None) -> Optional[pa.Table]:
         """The group columns of a piece's first batch: read from the file (no text), and its
         partition folders' values."""
         folders = dict(piece.folders)
-        in_file = [c for c in group_cols if c not in folders]
+        read = [window.column if window and c == WINDOW_START else c for c in group_cols]
+        in_file = list(dict.fromkeys(c for c in read if c not in folders))
         batch = next(iter(_read(piece, in_file, self.batch_rows, f"{self.scan_id}-sample", self.source)), None)
         if batch is None:
             return None
         table = pa.Table.from_batches([batch])
-        for name in group_cols:
+        for name in dict.fromkeys(read):
             if name in folders:
                 table = table.append_column(name, pa.repeat(pa.scalar(folders[name]), batch.num_rows))
-        return table.select(list(group_cols))
+        return (window.added(table) if window else table).select(list(group_cols))
 
     def batches(self, indices: Iterator[int]) -> Iterator[pa.RecordBatch]:
         """The batches of these tasks, with the scan's columns."""
@@ -411,7 +416,10 @@ def arrow_scan(spark: SparkSession, table: io.InputTable, options, plan) -> Unio
     # Without a metric that reads them, references the files lack are none (null lists).
     references_cols = tuple(c for c in options.references_cols
                             if plan.needs_references or c in in_files)
-    unlike = ([f.name for f in read if not isinstance(f.dataType, _READ_ALIKE)]
+    # A timestamp is read alike where only its instant counts: the time column of windows.
+    time = (plan.window.column,) if plan.window else ()
+    unlike = ([f.name for f in read if not (isinstance(f.dataType, _READ_ALIKE)
+                                            or f.name in time and isinstance(f.dataType, _TIME_ALIKE))]
               + [f.name for f in folders if not isinstance(f.dataType, _FOLDER_ALIKE)]
               + [c for c in references_cols if c not in in_files])
     if unlike:

@@ -25,6 +25,7 @@ from ..resampling import ar_swaps, poisson_weights, replicate_sums
 from ..segments import SegmentsPlan, SegmentsWriter, rows_table
 from ..rows import present_references, rejection_reasons
 from ..tokenizers import LineTokenizer, build_tokenizer
+from ..time_windows import WINDOW_START, WINDOW_TYPE, TimeWindow
 from .reduce import spark_fields
 
 TOKENIZE = "tokenize"
@@ -58,6 +59,9 @@ class PartitionPlan:
     metrics: Tuple[metrics.Metric, ...] = ()
     # Every scored segment written by its task (`--segments`), or None.
     segments: Optional[SegmentsPlan] = None
+    # Time windows (`--time-col`, `--window`): `window_start`, a group column, is derived from
+    # the time column in each batch the partition function gets, never read from the input.
+    window: Optional[TimeWindow] = None
     # Every measured metric's statistic columns, each once, in registry order: set when the plan
     # is made (on the driver), so the tasks reduce them as declared without the registry.
     declared: Tuple[metrics.StatColumn, ...] = field(init=False, default=())
@@ -81,11 +85,23 @@ class PartitionPlan:
     def read_columns(self) -> Tuple[str, ...]:
         """The columns the partition function reads, in the order it gets them."""
         kept = (*self.segments.key_cols, *(c for _, c in self.segments.carried)) if self.segments else ()
-        return tuple(dict.fromkeys([*self.group_cols, *self.per_segment, *kept, self.candidate_col,
+        return tuple(dict.fromkeys([*self.input_group_cols, *self.per_segment, *kept, self.candidate_col,
                                     self.references_col, *(c for m in self.measured for c in m.reads),
                                     *([self.langpair_col] if self.langpair_col else []),
                                     *([self.segment_hash_col] if self.segment_hash_col else []),
                                     self.reason_col]))
+
+    @property
+    def input_group_cols(self) -> Tuple[str, ...]:
+        """The group columns as the input holds them: a window's start is its time column."""
+        if not self.window:
+            return self.group_cols
+        return tuple(dict.fromkeys(self.window.column if c == WINDOW_START else c
+                                   for c in self.group_cols))
+
+    def with_window(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The batch as the partition function measures it: with its window starts, if any."""
+        return self.window.added(batch) if self.window else batch
 
     @property
     def needs_references(self) -> bool:
@@ -102,7 +118,8 @@ class PartitionPlan:
 
 
 def output_schema(plan: PartitionPlan, input_schema: T.StructType) -> T.StructType:
-    fields = [input_schema[c] for c in (*plan.group_cols, *plan.per_segment)]
+    window = {WINDOW_START: T.StructField(WINDOW_START, T.TimestampType())} if plan.window else {}
+    fields = [window.get(c) or input_schema[c] for c in (*plan.group_cols, *plan.per_segment)]
     fields += [T.StructField(TOKENIZE, T.StringType()), T.StructField(METRIC, T.StringType()),
                T.StructField(REASON, T.StringType()),
                T.StructField(N_SEGMENTS, T.LongType()), T.StructField(MIN_REFS, T.IntegerType()),
@@ -138,6 +155,8 @@ def _reasons(batch: pa.RecordBatch, plan: PartitionPlan) -> pa.Array:
         own = metric.rejections({c: batch.column(c) for c in metric.reads})
         if own is not None:
             reasons = pc.coalesce(reasons, own)
+    if plan.window:  # a row of no window is in no group
+        reasons = pc.coalesce(reasons, plan.window.rejections(batch.column(plan.window.column)))
     return reasons
 
 
@@ -365,7 +384,7 @@ def partial_sums(plan: PartitionPlan, rows_done=None, references_tokenized=None)
         sums = _PartitionSums(plan)
         for batch in batches:
             if batch.num_rows:
-                sums.add(batch)
+                sums.add(plan.with_window(batch))
             if rows_done is not None:
                 rows_done.add(batch.num_rows)
         if sums.segments:
@@ -436,6 +455,8 @@ def statistics_table(partials: pa.Table, plan: PartitionPlan, resampling: str = 
         setting(statstable.METRIC_OPTIONS), resampling, labels)
     stats = {name: partials[name] for name in plan.stat_columns}
     samples = {c: partials[c] for c in statstable.SAMPLES}
-    table = statstable.build({c: partials[c] for c in plan.group_cols}, measurement, counts, stats,
-                             samples)
+    groups = {c: partials[c] for c in plan.group_cols}
+    if plan.window:  # Spark hands timestamps over in its session's zone: the instant, named UTC
+        groups[WINDOW_START] = partials[WINDOW_START].cast(WINDOW_TYPE)
+    table = statstable.build(groups, measurement, counts, stats, samples)
     return statstable.summed(table, [*plan.group_cols, *statstable.MEASUREMENT])
