@@ -19,6 +19,7 @@ from typing import Callable, Optional, Sequence, Tuple
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..errors import UsageError
 from ..rows import AMBIGUOUS_REFERENCE, DUPLICATE_SEGMENT, NO_REFERENCE_ROW
@@ -30,6 +31,7 @@ REFERENCES = "_references"   # the normalized array<string> the partition functi
 ROW_REASON = "_row_reason"   # reason found by the checks above, null when the row is fine
 REF_ID, REFERENCE = "ref_id", "reference"
 _MATCHED, _REF_ROWS = "_matched", "_ref_rows"
+_WINDOW_KEY = "_window_key"  # a row's window start, for the duplicate check alone
 
 
 COLOCATE = ("auto", "always", "never")
@@ -128,14 +130,37 @@ def _one_row_per_segment(refs: DataFrame, options) -> DataFrame:
                                    F.lit(1).alias(_REF_ROWS))
 
 
-def _duplicates_flagged(frame: DataFrame, group_cols, segment_key) -> DataFrame:
-    """Every copy of a (group, segment key) seen twice is rejected: no copy is more right."""
+def _duplicates_flagged(frame: DataFrame, group_cols, segment_key, windows=None) -> DataFrame:
+    """Every copy of a (group, segment key) seen twice is rejected: no copy is more right.
+    `windows`: the run's time windows, whose time column stands in `group_cols` for the group
+    column `window_start`: copies are those of one window (as the partition function groups
+    them), not of one instant."""
     if not segment_key:
         return frame
-    window = Window.partitionBy(*columns(dict.fromkeys([*group_cols, *segment_key])))
+    keys = list(dict.fromkeys([*group_cols, *segment_key]))
+    if windows is not None:
+        keys = [_WINDOW_KEY if c == windows.column else c for c in keys]
+        frame = frame.withColumn(_WINDOW_KEY, _window_start(frame, windows))
+    window = Window.partitionBy(*columns(keys))
     duplicate = F.count(F.lit(1)).over(window) > 1
-    return frame.withColumn(ROW_REASON, F.coalesce(F.col(ROW_REASON),
-                                                   F.when(duplicate, F.lit(DUPLICATE_SEGMENT))))
+    if windows is not None:  # rows of no window are rejected as null_time, not as copies
+        duplicate = duplicate & F.col(_WINDOW_KEY).isNotNull()
+    flagged = frame.withColumn(ROW_REASON, F.coalesce(F.col(ROW_REASON),
+                                                      F.when(duplicate, F.lit(DUPLICATE_SEGMENT))))
+    return flagged.drop(_WINDOW_KEY) if windows is not None else flagged
+
+
+def _window_start(frame: DataFrame, windows):
+    """A row's window start in microseconds since the epoch, as the partition function floors it
+    (a naive time and a date's midnight taken as UTC), null for a null time: a key only. Not
+    Spark's window(), which drops the rows of null times."""
+    time, kind = column(windows.column), frame.schema[windows.column].dataType
+    if isinstance(kind, T.TimestampType):
+        micros = F.unix_micros(time)
+    else:  # counted from the epoch's wall time: no session zone involved
+        naive = time.cast("timestamp_ntz") if isinstance(kind, T.DateType) else time
+        micros = F.timestamp_diff("MICROSECOND", F.lit("1970-01-01 00:00:00").cast("timestamp_ntz"), naive)
+    return micros - F.pmod(micros, F.lit(windows.seconds * 10 ** 6))
 
 
 def scoring_input(spark: SparkSession, table: io.InputTable, options, group_cols, langpair_col,
@@ -162,8 +187,8 @@ def scoring_input(spark: SparkSession, table: io.InputTable, options, group_cols
         where = [F.col(f"_metadata.{name}").alias(alias)
                  for name, alias in zip(("file_path", "row_index"), POSITION)] if position else []
         frame = df.select(*columns([*keep, *(c for c in segment_key if c not in keep)]), *added, *where)
-        return (_duplicates_flagged(frame, group_cols, segment_key),
-                _duplicates_flagged(df.select("*", *added), group_cols, segment_key))
+        return (_duplicates_flagged(frame, group_cols, segment_key, options.windows),
+                _duplicates_flagged(df.select("*", *added), group_cols, segment_key, options.windows))
 
     if scan is not None:
         layout = {"colocate_references": options.colocate_references, "colocated": False,
@@ -216,7 +241,7 @@ def _joined(spark, df, options, group_cols, keep) -> ScoringInput:
         together = df.select(*columns(picked)).join(segments, on=keys, how="left")
         # the input's columns in its order (a join puts its keys first), then what is added
         frame = together.select(*columns(picked), REFERENCES, reason.alias(ROW_REASON))
-        return _duplicates_flagged(frame, group_cols, tuple(keys))
+        return _duplicates_flagged(frame, group_cols, tuple(keys), options.windows)
 
     frame = joined(list(dict.fromkeys([*keep, *keys])))
     unmatched = segments.join(df.select(*columns(keys)).distinct(), on=keys, how="left_anti")

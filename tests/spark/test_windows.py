@@ -66,6 +66,7 @@ def corpus(tmp_path_factory):
     candidates, references = random_sentences(rng, ROWS), random_sentences(rng, ROWS)
     base = {"system": [f"sys-{i % 3}" for i in range(ROWS)],
             "langpair": [("en-de", "de-en")[i % 2] for i in range(ROWS)],
+            "seg_id": [i // 6 % 60 for i in range(ROWS)],
             "candidate": candidates,
             "references": [[r, candidates[i]] if i % 5 == 0 else [r] for i, r in enumerate(references)]}
     made = {}
@@ -188,6 +189,20 @@ def test_grouping_sets_name_the_window_where_wanted(spark, corpus):
     plain = run_job(spark, _plain(made["plain"], group_by=None, grouping_sets=sets))
     assert _score_rows(windowed.scores) == _score_rows(plain.scores)
     assert {r["grouping"] for r in windowed.scores} == {"system,window_start", "langpair"}
+
+
+@pytest.mark.parametrize("kind", ["us_naive", "date"])
+def test_duplicate_segments_are_those_of_one_window(spark, corpus, kind):
+    """Copies in one window are duplicates, in two windows not; a row of a null time is
+    `null_time` (kept, not dropped as Spark's window() drops it)."""
+    made = corpus[kind]
+    windowed = run_job(spark, _windowed(made["nulls"], made["spec"], segment_key=("seg_id",),
+                                        on_invalid="quarantine"))
+    plain = run_job(spark, _plain(made["plain_nulls"], segment_key=("seg_id",), on_invalid="quarantine"))
+    rejected = windowed.run["rows"]["rejected_by_reason"]
+    assert rejected == {**plain.run["rows"]["rejected_by_reason"], "null_time": made["nulls_count"]}
+    assert 0 < rejected["duplicate_segment"] < ROWS
+    assert _score_rows(windowed.scores) == _score_rows(plain.scores)
 
 
 @pytest.mark.parametrize("engine", ["local", "spark"])
