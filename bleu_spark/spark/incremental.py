@@ -52,7 +52,10 @@ def definition(options: JobOptions, plan: PartitionPlan) -> dict:
             "partition_by": list(options.partition_by), "segments": options.segments,
             "segments_columns": list(options.segments_columns),
             "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
-                        "langpair": options.langpair_col, "source": options.source_col}}
+                        "langpair": options.langpair_col, "source": options.source_col},
+            # window_start's meaning (a key only with --window: folders made before keep theirs)
+            **({"windows": {"time_col": options.windows.column, "seconds": options.windows.seconds}}
+               if options.windows else {})}
 
 
 def opened(sink, options: JobOptions, plan: PartitionPlan, table: InputTable) -> Increment:

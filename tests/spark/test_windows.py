@@ -14,7 +14,7 @@ import pytest
 
 from bleu_spark import statstable
 from bleu_spark.aggregate import AggregateOptions, run_aggregate
-from bleu_spark.errors import InvalidRowsError
+from bleu_spark.errors import IncompatibleStatisticsError, InvalidRowsError
 from bleu_spark.spark.job import JobOptions, run_job
 from conftest import random_sentences
 
@@ -225,3 +225,20 @@ def test_aggregate_slices_by_window_start(spark, corpus, tmp_path, engine):
     drop_grouping = lambda rows: [(r[0][:2] + r[0][3:], r[1]) for r in rows]
     assert drop_grouping(_score_rows(sliced.scores, groups)) == drop_grouping(_score_rows(fresh.scores, groups))
     assert pc.sum(pa.array(keep)).as_py() == sum(r["n_segments"] for r in sliced.scores if r["metric"] == "bleu")
+
+
+def test_incremental_runs_add_up_windows_and_refuse_another_length(spark, corpus, tmp_path):
+    made = corpus["ms_kolkata"]
+    table = pq.read_table(made["windowed"])
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    pq.write_table(table.slice(0, ROWS // 2), folder / "a.parquet")
+    out = str(tmp_path / "out")
+    run_job(spark, _windowed(str(folder), made["spec"], output=out, incremental=True))
+    pq.write_table(table.slice(ROWS // 2), folder / "b.parquet")
+    added = run_job(spark, _windowed(str(folder), made["spec"], output=out, incremental=True))
+    whole = run_job(spark, _windowed(made["windowed"], made["spec"]))
+    assert _score_rows(added.scores) == _score_rows(whole.scores)
+    pq.write_table(table.slice(0, 10), folder / "c.parquet")
+    with pytest.raises(IncompatibleStatisticsError, match="windows"):
+        run_job(spark, _windowed(str(folder), "1h", output=out, incremental=True))
