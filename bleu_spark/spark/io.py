@@ -174,6 +174,7 @@ def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
     if not is_local(path):
         return None
     import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
 
     local = _local(path)
     files = local_files(path, what)
@@ -183,7 +184,7 @@ def local_schema(path: str, what: str = "input") -> Optional[T.StructType]:
     _check_footers(files, what)
     try:
         dataset = ds.dataset(files, format="parquet", partitioning="hive", partition_base_dir=base)
-        return spark_schema(dataset.schema)
+        return spark_schema(dataset.schema, int96_columns(pq.read_metadata(files[0]).schema))
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputNotFoundError(f"{what} is not readable Parquet: {path}: {exc}") from None
 
@@ -233,7 +234,8 @@ def remote_schema(path: str, what: str = "input") -> Optional[T.StructType]:
     types = [(n, remote.folder_type([v[n] for v in values.values()])) for n in names]
     if any(t is None for _, t in types):
         return None
-    file_fields = spark_schema(schemas[files.files[0]]).fields
+    first = remote_footers(files, what)[files.files[0]]
+    file_fields = spark_schema(schemas[files.files[0]], int96_columns(first.schema)).fields
     return T.StructType([*file_fields, *(T.StructField(n, _spark_type(t)) for n, t in types)])
 
 
@@ -292,10 +294,19 @@ def _spark_type(arrow_type: pa.DataType) -> T.DataType:
         return UnreadableType(arrow_type)
 
 
-def spark_schema(arrow_schema: pa.Schema) -> T.StructType:
+def spark_schema(arrow_schema: pa.Schema, int96: Sequence[str] = ()) -> T.StructType:
     """The Spark schema of Parquet footers, each column as Spark reads it; a column Spark cannot
-    read has an `UnreadableType`, so only a rule that needs it fails."""
-    return T.StructType([T.StructField(f.name, _spark_type(f.type), f.nullable) for f in arrow_schema])
+    read has an `UnreadableType`, so only a rule that needs it fails. `int96`: the columns stored
+    as INT96 (Spark's own default for timestamps), which pyarrow names nanoseconds and Spark
+    reads as timestamps."""
+    typed = lambda f: T.TimestampType() if f.name in int96 else _spark_type(f.type)
+    return T.StructType([T.StructField(f.name, typed(f), f.nullable) for f in arrow_schema])
+
+
+def int96_columns(parquet_schema) -> set:
+    """The top-level columns of a Parquet footer's schema stored as INT96 timestamps."""
+    columns = (parquet_schema.column(i) for i in range(len(parquet_schema)))
+    return {c.path for c in columns if c.physical_type == "INT96" and "." not in c.path}
 
 
 def readable_schema(schema: Optional[T.StructType]) -> Optional[T.StructType]:

@@ -293,11 +293,13 @@ def _read(piece: Piece, columns: List[str], batch_rows: int, scan_id: str,
 def _opened(path: str, source: Optional[remote.Remote] = None) -> pq.ParquetFile:
     """A Parquet file read a page at a time: pyarrow's default reads a row group's column
     chunks whole first (a row group of a million rows held twice in memory, and slower). A
-    remote file's reads are bigger (a request each)."""
+    remote file's reads are bigger (a request each). INT96 timestamps (Spark's own) are read
+    as microseconds, as Spark reads them, not as pyarrow's nanoseconds."""
     if source is None:
-        return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+        return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20,
+                              coerce_int96_timestamp_unit="us")
     return pq.ParquetFile(source.filesystem().open_input_file(path), pre_buffer=False,
-                          buffer_size=REMOTE_BUFFER)
+                          buffer_size=REMOTE_BUFFER, coerce_int96_timestamp_unit="us")
 
 
 def _group_reader(piece: Piece, columns: List[str], batch_rows: int, scan_id: str,

@@ -242,3 +242,17 @@ def test_incremental_runs_add_up_windows_and_refuse_another_length(spark, corpus
     pq.write_table(table.slice(0, 10), folder / "c.parquet")
     with pytest.raises(IncompatibleStatisticsError, match="windows"):
         run_job(spark, _windowed(str(folder), "1h", output=out, incremental=True))
+
+
+@pytest.mark.parametrize("scan", ["auto", "spark"])
+def test_timestamps_spark_wrote_as_int96_are_read_as_instants(spark, corpus, plain_runs, scan, tmp_path):
+    """Spark writes timestamps as INT96 by default (pyarrow reads those as nanoseconds)."""
+    made = corpus["ms_kolkata"]
+    plain, _ = plain_runs["ms_kolkata"]
+    written = str(tmp_path / "spark_written")
+    spark.createDataFrame(pq.read_table(made["windowed"])).write.parquet(written)
+    footer = pq.read_metadata(next(str(p) for p in (tmp_path / "spark_written").glob("*.parquet"))).schema
+    assert footer.column(footer.names.index("t")).physical_type == "INT96"
+    result = run_job(spark, _windowed(written, made["spec"], scan=scan))
+    assert result.run["layout"]["scan"] == ("arrow" if scan == "auto" else "spark")
+    assert _score_rows(result.scores) == _score_rows(plain.scores)
