@@ -35,6 +35,8 @@ def run_record(spark: SparkSession, options: JobOptions, measurement: Measuremen
         "references": options.references,
         "join_on": list(options.join_on), "segment_key": list(measurement.input.segment_key),
         **record.grouping(measurement.plan.group_cols, measurement.sets, options.partition_by),
+        "windows": ({"time_col": options.time_col, "window": options.window,
+                     "seconds": options.windows.seconds} if options.windows else None),
         "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),
                     "langpair": options.langpair_col},
         "on_invalid": options.on_invalid, "config": settings.config_record(options.choices),

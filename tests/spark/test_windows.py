@@ -136,6 +136,8 @@ def test_windows_equal_a_plain_run_of_the_window_starts_computed_apart(spark, co
     plain, plain_out = plain_runs[kind]
     result = run_job(spark, _windowed(made["windowed"], made["spec"], scan=scan, output=str(tmp_path)))
     assert result.run["layout"]["scan"] == ("arrow" if scan == "auto" else "spark")
+    assert result.run["windows"] == {"time_col": "t", "window": made["spec"], "seconds": KINDS[kind][2]}
+    assert plain.run["windows"] is None
     assert _score_rows(result.scores) == _score_rows(plain.scores)
     assert len({r[WINDOW] for r in result.scores}) == len(set(made["starts"])) > 4
     stats = statstable.read(str(tmp_path))
