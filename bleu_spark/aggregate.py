@@ -18,6 +18,8 @@ from . import metrics, predicate, record, scoring, segments, settings, statstabl
 from .declaration import AGGREGATE
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 from .resampling import Resampling
+from .scoring import stream
+from .scoring.write import report_set, without_trials
 from .shown import shown
 from .store.remote import is_remote
 from .tablenames import check_table_name
@@ -115,10 +117,11 @@ class AggregateOptions:
 
 @dataclass
 class AggregateResult:
-    scores: List[dict]
+    scores: List[dict]                  # every score row, or the first ones of many (`stream`)
     run: dict
     stats: pa.Table
     paired: Optional[List[dict]] = None
+    signature_rows: Optional[List[dict]] = None  # a row of each signature, when not all are shown
 
 
 def _is_local(path: str) -> bool:
@@ -174,10 +177,17 @@ class Selection:
 
 @dataclass
 class Shown:
-    """What the statistics show: the score rows, the paired tests, the warnings."""
+    """What the statistics show: the score rows, the paired tests, the warnings; of a result
+    scored a chunk at a time (`chunks`), the first ones, the tables written as scored."""
     scores: List[dict]
     paired: Optional[List[dict]]
     warnings: List[str]
+    chunks: Optional[stream.Streamed] = None
+    run_time: Optional[str] = None
+
+    @property
+    def groups(self) -> int:
+        return self.chunks.groups if self.chunks else len(self.scores)
 
 
 def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
@@ -188,18 +198,24 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
     sink = store.open_sink(options, run_id, "aggregate", spark)
     try:
         selection = select(options, spark)
-        showing = show(options, selection)
-        run = run_record(options, selection.config, selection.rows, showing.scores, selection.sets,
+        if sink is not None and selection.stats.num_rows > stream.JSON_ROWS:
+            showing = show_chunks(options, selection, sink, run_id)
+        else:
+            showing = show(options, selection)
+        run = run_record(options, selection.config, selection.rows, showing.groups, selection.sets,
                          run_id, showing.warnings)
+        if showing.chunks:  # the dashboard rows written with it
+            run["run_time"] = showing.run_time
         if spark is not None:  # which Spark read the statistics: classic or Connect
             from .spark.runtime import describe
 
             run["spark"] = describe(spark)
         if sink:
-            write(sink, options, selection, showing, run)
+            (write_chunks if showing.chunks else write)(sink, options, selection, showing, run)
             run["timings"] = {"total_s": time.time() - started}
             sink.commit(run)
-        return AggregateResult(showing.scores, run, selection.stats, showing.paired)
+        signed = list(showing.chunks.signed.values()) if showing.chunks else None
+        return AggregateResult(showing.scores, run, selection.stats, showing.paired, signed)
     except BaseException:
         if sink:
             sink.abort()
@@ -255,6 +271,47 @@ def write(sink, options: AggregateOptions, selection: Selection, showing: Shown,
             stats, sets, config, kept, run, resampling=selection.resampling, paired=showing.paired))
 
 
+def show_chunks(options: AggregateOptions, selection: Selection, sink, run_id: str) -> Shown:
+    """As `show`, for a result of many groups: scored a chunk at a time, its scores, dashboard
+    and paired tables written to `sink` as made (`scoring.stream`), the first rows kept."""
+    stats, sets, resampling = selection.stats, selection.sets, selection.resampling
+    warnings = [*option_warnings(options, stats), *metric_coverage_warnings(stats, selection.finest)]
+    if options.paired_bs:  # before anything is written
+        resampling.check_baseline(statstable.scored_values(stats, "system"))
+    run_time = record.started(run_id, "aggregate")["run_time"]
+    chosen = report_set(sets)
+    kept = stream.stream(stats, sets, selection.config, resampling, (), sink.write_table, run_id,
+                         run_time, stream.CONSOLE_ROWS, sets.index(chosen) if options.report else -1,
+                         stream.REPORT_ROWS, options.paired_bs, stream.JSON_ROWS + 1,
+                         stream.WARNINGS_SHOWN)
+    warnings += kept.warnings
+    if kept.missing_baselines > len(kept.warnings):
+        warnings.append(f"and {kept.missing_baselines - len(kept.warnings):,} more comparison "
+                        f"groups without the baseline")
+    paired = kept.paired[:stream.PAIRED_SHOWN] if options.paired_bs else None
+    return Shown(kept.first, paired, warnings, kept, run_time)
+
+
+def write_chunks(sink, options: AggregateOptions, selection: Selection, showing: Shown,
+                 run: dict) -> None:
+    """As `write`, for a result scored a chunk at a time: the statistics and bounded files."""
+    kept = showing.chunks
+    sink.write_table("stats", without_trials(selection.stats))
+    run["left_out"] = {"scores.json": f"{kept.groups:,} score rows, more than "
+                                      f"{stream.JSON_ROWS:,}: every row is in the scores table"}
+    if showing.paired is not None:
+        if kept.paired_count <= stream.JSON_ROWS:
+            sink.write_file("paired.json", kept.paired)
+        else:
+            run["left_out"]["paired.json"] = (f"{kept.paired_count:,} paired tests: every one is "
+                                              f"in the paired table")
+    if options.report:
+        chosen = report_set(selection.sets)
+        sink.write_file("report.html", scoring.first_rows_report(
+            kept.report, kept.per_set[selection.sets.index(chosen)], chosen, run, showing.paired,
+            output=options.output))
+
+
 def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[Resampling]:
     """Intervals and paired tests from the replicate sums the statistics hold (poisson)."""
     if not options.resamples:
@@ -283,7 +340,7 @@ def _read(options: AggregateOptions, spark) -> pa.Table:
     return stats
 
 
-def run_record(options: AggregateOptions, config: dict, rows: dict, scores: List[dict], sets,
+def run_record(options: AggregateOptions, config: dict, rows: dict, groups: int, sets,
                run_id: str, warnings: Sequence[str] = ()) -> dict:
     """`rows`: the rows the statistics stand for, scored and rejected, each counted once."""
     return {
@@ -293,7 +350,7 @@ def run_record(options: AggregateOptions, config: dict, rows: dict, scores: List
         **record.grouping(dict.fromkeys(c for s in sets for c in s), sets),
         "config": settings.config_record(config),
         "rows": dict(rows),
-        "groups": len(scores),
+        "groups": groups,
         "warnings": list(warnings),
         "versions": record.versions(),
     }

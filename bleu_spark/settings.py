@@ -94,9 +94,10 @@ RUN_OPTIONS = (
            help="several groupings in one pass, ';'-separated, e.g. "
                 "'testset,langpair,system;langpair,system;langpair'"),
     Option("groups_scored_on", STRING, "auto", group=SHOWING, choices=("auto", "driver", "executors"),
-           help="where groups are scored: auto (default) on the driver for results of up to "
-                "20,000 groups (and 64 MB), else on the executors, whose tasks write the tables "
-                "(the console and scores.json then show the first rows: docs/outputs.md)"),
+           help="where groups are scored: auto (default) on the driver when the statistics "
+                "table fits in 64 MB (many groups a chunk at a time), else on the executors, "
+                "whose tasks write the tables (the console and scores.json then show the first "
+                "rows: docs/outputs.md)"),
     Option("report", BOOLEAN, False, group=SHOWING, commands=BOTH,
            help="also write DIR/report.html, a page to look at"),
     Option("confidence", BOOLEAN, False, group=RESAMPLING, commands=BOTH,

@@ -9,8 +9,8 @@ from .paired import paired_rows
 from .rows import ScoreRow, score_sets
 from .sets import GroupingSet, check_clusters, distinct_sets, label
 from .tables import RESERVED, SEGMENT_ORDER, check_group_names
-from .write import Views, partitioned_report, report_html, result_views
+from .write import Views, first_rows_report, partitioned_report, report_html, result_views
 
 __all__ = ["GroupingSet", "RESERVED", "SEGMENT_ORDER", "ScoreRow", "check_clusters",
            "check_group_names", "distinct_sets", "label", "paired_rows", "report_html",
-           "partitioned_report", "result_views", "score_sets", "Views"]
+           "first_rows_report", "partitioned_report", "result_views", "score_sets", "Views"]

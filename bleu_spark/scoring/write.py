@@ -46,6 +46,26 @@ def report_html(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Ch
                          drilldown=drilldown)
 
 
+def first_rows_report(rows: List[dict], total: int, chosen: GroupingSet, run: dict,
+                      paired: Optional[List[dict]] = None, drilldown: Optional[dict] = None,
+                      output: Optional[str] = None, partition_by: Sequence[str] = ()) -> str:
+    """The report of the first rows of its grouping (`chosen`) of a result too large to draw
+    whole, saying under its title what it leaves out and where the rest is: a page a browser
+    opens at any number of groups."""
+    from ..report import render_report
+    from .sets import label
+
+    left_out = None
+    if total > len(rows) or partition_by:
+        left_out = (f"This page draws the first {len(rows):,} of {total:,} groups of "
+                    f"{label(chosen) or 'the whole input'}"
+                    + (" (this run's partitions alone, no history)" if partition_by else "")
+                    + f"; every group is in {output or 'the output'}/scores (and the dashboard "
+                      f"table).")
+    return render_report(rows, group_cols=list(chosen), run=run, paired=paired,
+                         drilldown=drilldown, left_out=left_out)
+
+
 @dataclass
 class Views:
     """What a result holds, from its statistics and scores, in the order written: its tables

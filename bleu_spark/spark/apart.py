@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from .. import scoring, statstable
 from ..languages import target_warnings, tokenizer_warnings, tokenizers_by_pair
+from ..scoring.stream import CONSOLE_ROWS, JSON_ROWS, PAIRED_SHOWN, REPORT_ROWS, WARNINGS_SHOWN
 from ..scoring.tables import PAIRED_TYPES
 from ..scoring.write import report_set
 from . import distributed
@@ -20,11 +21,6 @@ from .measure import Measurement
 from .names import columns
 from .options import JobOptions
 
-CONSOLE_ROWS = 60       # score rows the console prints (the lines stay under 100 with the rest)
-PAIRED_SHOWN = 20       # paired tests the console prints
-WARNINGS_SHOWN = 10     # warnings of comparison groups (no baseline there) named one by one
-JSON_ROWS = 10_000      # scores.json and paired.json are written up to this many rows
-REPORT_ROWS = 2_000     # score rows the report draws
 
 
 @dataclass
@@ -138,21 +134,17 @@ def files(shown: ShownApart, measurement: Measurement, options: JobOptions, run:
 def _report(shown: ShownApart, measurement: Measurement, options: JobOptions, run: dict,
             drilldown: Optional[dict]) -> str:
     """The report of the report set's first REPORT_ROWS score rows, saying what it leaves out."""
-    from ..report import render_report
-
     sets = measurement.sets
     chosen = report_set(sets, options.partition_by)
     index = next(i for i, s in enumerate(sets)
                  if tuple(c for c in s if c not in options.partition_by) == chosen)
     mine = shown.scored.filter(F.col(distributed.SET) == index)
     rows = distributed.shown_rows(mine, [sets[index]], REPORT_ROWS)
-    total = mine.count()
-    left_out = None
-    if total > len(rows) or options.partition_by:
-        place = options.output or "the output"
-        left_out = (f"This page draws the first {len(rows):,} of {total:,} groups of "
-                    f"{scoring.label(chosen) or 'the whole input'}"
-                    + (" (this run's partitions alone, no history)" if options.partition_by else "")
-                    + f"; every group is in {place}/scores (and the dashboard table).")
-    return render_report(rows, group_cols=list(chosen), run=run, paired=shown.paired,
-                         drilldown=drilldown, left_out=left_out)
+    return bounded_report(rows, mine.count(), chosen, options, run, shown.paired, drilldown)
+
+
+def bounded_report(rows: List[dict], total: int, chosen, options: JobOptions, run: dict,
+                   paired: Optional[List[dict]], drilldown: Optional[dict]) -> str:
+    """The report of the first rows of its grouping (`chosen`) (`scoring.first_rows_report`)."""
+    return scoring.first_rows_report(rows, total, chosen, run, paired, drilldown,
+                                     options.output, options.partition_by)

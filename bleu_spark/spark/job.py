@@ -16,7 +16,7 @@ from .. import compiled, notices, scoring, segments, settings, statstable, store
 from ..languages import target_warnings, tokenizer_warnings, tokenizers_by_pair
 from ..errors import EmptyInputError, UsageError
 from ..resampling import POISSON, SACREBLEU, Resampling
-from . import apart, drilldown, incremental, inputs, io, runtime
+from . import apart, drilldown, incremental, inputs, io, runtime, streamed
 from .failures import lost_worker_failure, memory_failure, task_user_error
 from .files import write_frame
 from .measure import Measurement, measure, partial_sums_frame
@@ -137,15 +137,22 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
         if increment:
             incremental.add_earlier(increment, measurement, options)
             measurement.warnings += increment.warnings
+        chunked = not measurement.on_executors and streamed.applies(sink, measurement)
         if measurement.on_executors:
             with StageProgress(spark, "scoring the groups on the executors",
                                options.progress_seconds):
                 showing = apart.show(options, measurement)
+        elif chunked:
+            say_progress(f"scoring {measurement.stats.num_rows:,} statistics rows a chunk at a "
+                         f"time, writing each chunk's tables", options.progress_seconds)
+            showing = streamed.show(options, measurement, sink, run_id)
         else:
             showing = show(options, measurement)
         timings = {"score_s": time.time() - started}
         run = run_record(spark, options, measurement, showing.groups, job_group, read.rows,
                          run_id, read.bytes)
+        if chunked:  # the dashboard rows written with it
+            run["run_time"] = showing.run_time
         run["tokenizers"] = showing.tokenizers
         if showing.paired is not None:
             run["paired_tests"] = getattr(showing, "paired_count", len(showing.paired))
@@ -154,6 +161,9 @@ def run_job(spark: SparkSession, options: JobOptions) -> JobResult:
                                options.progress_seconds):
                 timings["write_s"], report = _write_apart(spark, sink, options, plan, schema,
                                                           measurement, showing, run), None
+        elif sink and chunked:
+            timings["write_s"], report = _write_streamed(spark, sink, options, plan, schema,
+                                                         measurement, showing, run), None
         elif sink:
             timings["write_s"], report = _write(spark, sink, options, plan, schema, measurement,
                                                 showing.scores, showing.paired, run)
@@ -285,14 +295,7 @@ def _write(spark: SparkSession, sink, options: JobOptions, plan: PartitionPlan,
     the commit's lock, before the entry, so a group it cannot score leaves DIR as it was)."""
     started = time.time()
     resampling = options.resampling
-    # Read back (footers) only when a store or the report takes the segments the tasks wrote.
-    written = functools.cache(lambda: _run_segments(spark, plan, schema, sink) if plan.segments
-                              else None)
-    drill = _drilldown(plan, resampling, written()) if options.report else None
-    if measurement.rejected:
-        sink.write_table("rejected", measurement.rejected_frame())
-    if plan.segments:  # the files this run's tasks wrote, committed where they lie
-        sink.write_table(segments.TABLE, written)
+    drill = _row_tables(spark, sink, options, plan, schema, measurement)
     scoring.result_views(measurement.stats, scores, measurement.sets, options.choices, run,
                          options.report, resampling, measurement.segment_stats, paired, drill,
                          options.partition_by).write(sink)
@@ -311,6 +314,30 @@ def _write_apart(spark: SparkSession, sink, options: JobOptions, plan: Partition
     """As `_write`, for groups scored on the executors: the tables are frames their tasks
     write; the files a person reads are bounded (`apart`). The seconds it took."""
     started = time.time()
+    drill = _row_tables(spark, sink, options, plan, schema, measurement)
+    for name, frame in apart.tables(shown, measurement, options, run):
+        sink.write_table(name, frame)
+    for name, value in apart.files(shown, measurement, options, run, drill):
+        sink.write_file(name, value)
+    return time.time() - started
+
+
+def _write_streamed(spark: SparkSession, sink, options: JobOptions, plan: PartitionPlan,
+                    schema: T.StructType, measurement: Measurement,
+                    shown: streamed.ShownStreamed, run: dict) -> float:
+    """As `_write`, for groups scored a chunk at a time (their scores, dashboard and paired
+    tables are written): the statistics and the bounded files. The seconds it took."""
+    started = time.time()
+    drill = _row_tables(spark, sink, options, plan, schema, measurement)
+    streamed.write(sink, options, measurement, shown, run, drill)
+    return time.time() - started
+
+
+def _row_tables(spark: SparkSession, sink, options: JobOptions, plan: PartitionPlan,
+                schema: T.StructType, measurement: Measurement) -> Optional[dict]:
+    """The tables of a row per input row handed to the sink (the rejected rows, the segments
+    the tasks wrote, committed where they lie); what the report shows of the segments."""
+    # Read back (footers) only when a store or the report takes the segments the tasks wrote.
     written = functools.cache(lambda: _run_segments(spark, plan, schema, sink) if plan.segments
                               else None)
     drill = _drilldown(plan, options.resampling, written()) if options.report else None
@@ -318,11 +345,7 @@ def _write_apart(spark: SparkSession, sink, options: JobOptions, plan: Partition
         sink.write_table("rejected", measurement.rejected_frame())
     if plan.segments:
         sink.write_table(segments.TABLE, written)
-    for name, frame in apart.tables(shown, measurement, options, run):
-        sink.write_table(name, frame)
-    for name, value in apart.files(shown, measurement, options, run, drill):
-        sink.write_file(name, value)
-    return time.time() - started
+    return drill
 
 
 def _run_segments(spark: SparkSession, plan: PartitionPlan, schema: T.StructType,

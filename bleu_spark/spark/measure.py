@@ -28,10 +28,11 @@ from .stats import (FINGERPRINT, MAX_REFS, MIN_REFS, METRIC, N_SEGMENTS, REASON,
 
 EXAMPLES_SHOWN = 5
 # Where groups are scored (`--groups-scored-on`): auto scores on the driver an input of at most
-# DRIVER_ROWS rows, or of at most DRIVER_GROUPS groups once counted; on the executors the rest.
+# DRIVER_ROWS rows, or whose statistics table fits in DRIVER_BYTES (estimated, or once counted);
+# on the executors the rest. The driver holds the statistics as Arrow and scores many groups a
+# chunk at a time (`streamed`), so its memory is that of the statistics, not of score rows.
 AUTO, DRIVER, EXECUTORS = "auto", "driver", "executors"
 DRIVER_ROWS = 50_000
-DRIVER_GROUPS = 20_000
 DRIVER_BYTES = 64 << 20  # of statistics rows the driver holds under auto
 ROW_BYTES = 400          # a statistics row without replicate sums, generously
 
@@ -148,7 +149,7 @@ def where_scored(options: JobOptions, plan: PartitionPlan, rows: int, scan=None)
         return DRIVER
     if scan is not None:
         groups = scan.estimated_groups(plan.group_cols, plan.window)
-        if groups <= min(DRIVER_GROUPS, _rows_within(DRIVER_BYTES, plan)):
+        if groups * len(plan.measured) <= _rows_within(DRIVER_BYTES, plan):  # a row a metric
             return DRIVER
     return AUTO
 
@@ -158,12 +159,12 @@ def _measured_apart(spark, scored, options: JobOptions, plan: PartitionPlan, row
     """The statistics table left on the executors. Under auto, brought to the driver (and
     scored there, as for a small input) when it is small: the partial sums themselves when they
     are (the usual few groups of many rows: no step more than the driver path), else the
-    statistics table when it has at most DRIVER_GROUPS rows and DRIVER_BYTES of them."""
+    statistics table when its rows fit in DRIVER_BYTES."""
     read = None if scored.scan is not None else scan_frame(scored, plan)
     partials = distributed.partials_frame(spark, scored.scan, read, plan, *accumulators).persist()
     held = partials.count()  # the scoring pass runs here
     auto = options.groups_scored_on == AUTO
-    fits = min(DRIVER_GROUPS, _rows_within(DRIVER_BYTES, plan))  # statistics rows
+    fits = _rows_within(DRIVER_BYTES, plan)  # statistics rows
     if auto and held <= fits:  # a group has a partial row at least
         table = merged_sums([partials.toArrow()], plan)
         partials.unpersist()

@@ -19,6 +19,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Dict, List, Optional, Sequence
 
+import pyarrow as pa
+
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -125,6 +127,11 @@ class CatalogSink:
         return self
 
     def write_table(self, name: str, table) -> None:
+        """Held until the commit; a table given again in parts (scored a chunk at a time) is
+        one table of all of them."""
+        held = self.tables.get(name)
+        if isinstance(held, pa.Table) and isinstance(table, pa.Table):
+            table = pa.concat_tables([held, table], promote_options="permissive")
         self.tables[name] = table
 
     def write_file(self, name: str, value) -> None:
