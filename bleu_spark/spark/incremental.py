@@ -49,7 +49,6 @@ def definition(options: JobOptions, plan: PartitionPlan) -> dict:
             "config": settings.config_record(options.choices),
             "group_columns": list(plan.group_cols), "grouping_sets": [list(s) for s in plan.sets],
             "resampling": options.resampling.label,
-            "time_window": {"column": options.time_col, "window": options.window},
             "partition_by": list(options.partition_by), "segments": options.segments,
             "segments_columns": list(options.segments_columns),
             "columns": {"candidate": options.candidate_col, "references": list(options.references_cols),

@@ -206,25 +206,3 @@ def test_a_run_killed_at_any_point_and_run_again_counts_every_row_once(pieces, t
     assert made.returncode == 0, made.stderr[-2000:]
     _assert_same_result(out, plain)
 
-
-def test_windows_add_up_across_runs_and_another_window_is_refused(spark, tmp_path):
-    import datetime
-
-    table = pq.read_table(SAMPLE).slice(0, 2000)
-    start = datetime.datetime(2026, 12, 6, tzinfo=datetime.timezone.utc)
-    times = [start + datetime.timedelta(minutes=7 * i) for i in range(table.num_rows)]
-    table = table.append_column("served_at", pa.array(times, pa.timestamp("us", tz="UTC")))
-    inbox, out, plain = str(tmp_path / "inbox"), str(tmp_path / "out"), str(tmp_path / "plain")
-    os.makedirs(inbox)
-    options = lambda path, folder, **more: JobOptions(
-        input=path, output=folder, time_col="served_at", window=more.pop("window", "1h"),
-        progress_seconds=0, **more)
-    for part in range(2):  # the halves share the window they are cut in
-        pq.write_table(table.slice(part * 1000, 1000), os.path.join(inbox, f"{part}.parquet"))
-        run_job(spark, options(inbox, out, incremental=True))
-    run_job(spark, options(inbox, plain))
-    mine, theirs = (json.load(open(os.path.join(f, "scores.json"))) for f in (out, plain))
-    assert mine == theirs and len({r["window_start"] for r in mine}) > 100
-    pq.write_table(table.slice(0, 10), os.path.join(inbox, "2.parquet"))
-    with pytest.raises(IncompatibleStatisticsError, match="time_window"):
-        run_job(spark, options(inbox, out, incremental=True, window="1d"))
