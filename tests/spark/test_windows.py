@@ -258,3 +258,21 @@ def test_timestamps_spark_wrote_as_int96_are_read_as_instants(spark, corpus, pla
     result = run_job(spark, _windowed(written, made["spec"], scan=scan))
     assert result.run["layout"]["scan"] == ("arrow" if scan == "auto" else "spark")
     assert _score_rows(result.scores) == _score_rows(plain.scores)
+
+
+def test_the_groups_estimate_counts_windows_not_times(spark, corpus, tmp_path):
+    """Where auto decides where groups are scored, the windows are made from a sample's times."""
+    from bleu_spark.spark import io
+    from bleu_spark.spark.plan import plan_for
+    from bleu_spark.spark.scan import arrow_scan
+
+    made = corpus["ms_kolkata"]
+    one_batch = str(tmp_path / "one_batch.parquet")
+    pq.write_table(pq.read_table(made["windowed"]), one_batch)  # one row group: estimated exactly
+    options = _windowed(one_batch, made["spec"])
+    table = io.InputTable(spark, one_batch)
+    plan = plan_for(table.schema, options)
+    scan = arrow_scan(spark, table, options, plan)
+    plain = pq.read_table(made["plain"]).select(list(GROUPS))
+    groups = plain.group_by(list(GROUPS)).aggregate([]).num_rows
+    assert scan.estimated_groups(plan.group_cols, plan.window) == groups < ROWS
