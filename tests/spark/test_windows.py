@@ -276,3 +276,13 @@ def test_the_groups_estimate_counts_windows_not_times(spark, corpus, tmp_path):
     plain = pq.read_table(made["plain"]).select(list(GROUPS))
     groups = plain.group_by(list(GROUPS)).aggregate([]).num_rows
     assert scan.estimated_groups(plan.group_cols, plan.window) == groups < ROWS
+
+
+def test_score_dataframe_takes_windows(spark, corpus, plain_runs):
+    from bleu_spark.spark.job import score_dataframe
+
+    made = corpus["us_naive"]
+    plain, _ = plain_runs["us_naive"]
+    frame = spark.read.parquet(made["windowed"])
+    scores = score_dataframe(frame, time_col="t", window=made["spec"], metrics=METRICS)
+    assert _score_rows(scores) == _score_rows(plain.scores)
