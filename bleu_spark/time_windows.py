@@ -41,11 +41,6 @@ def window_seconds(spec: str) -> int:
     return count * _UNIT_SECONDS[found.group(2)]
 
 
-def is_time_type(arrow_type: pa.DataType) -> bool:
-    """What --time-col may be: a timestamp of any unit, naive or with a zone, or a date."""
-    return pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type)
-
-
 @dataclass(frozen=True)
 class TimeWindow:
     """The windows of a run: the time column and the window's length."""
