@@ -98,8 +98,10 @@ def measurement_columns(n_rows: int, tokenize: pa.Array, tokenizer_signature: pa
     """The measurement columns of rows measured by this installation. `resampling` names the
     hashed replicate sums kept (`poisson:1000:12345`), '' when none. `metric` and
     `metric_options` (the metric's `measurement()`): one value for every row, or a list of one
-    per row (rows of several metrics)."""
+    per row (rows of several metrics), as a list or an Arrow array."""
     def column(name, value):
+        if isinstance(value, (pa.Array, pa.ChunkedArray)):
+            return value.cast(_TYPES[name])
         values = value if isinstance(value, (list, tuple)) else [value] * n_rows
         return pa.array(values, _TYPES[name])
 

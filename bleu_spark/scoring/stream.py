@@ -115,7 +115,9 @@ def comparison_chunks(stats: pa.Table, grouping_set: GroupingSet,
     """The set's summed rows, sorted by its comparison columns (the set's other than system),
     in chunks of about `rows` (CHUNK_ROWS) that never cut a comparison group."""
     rows = rows or CHUNK_ROWS
-    sums = statstable.summed(stats, [*grouping_set, *statstable.MEASUREMENT])
+    finest = set(grouping_set) == set(statstable.group_columns_of(stats))
+    # A row a group and measurement already at the table's own grain: nothing to add up.
+    sums = stats if finest else statstable.summed(stats, [*grouping_set, *statstable.MEASUREMENT])
     comparison = [c for c in grouping_set if c != SYSTEM]
     by = [*comparison, *([SYSTEM] if SYSTEM in grouping_set else [])]
     ordered = sums.sort_by([(c, "ascending", "at_start") for c in by]) if by else sums

@@ -444,19 +444,23 @@ def statistics_table(partials: pa.Table, plan: PartitionPlan, resampling: str = 
               MIN_REFS: pc.if_else(rejected, none, partials[MIN_REFS]),
               MAX_REFS: pc.if_else(rejected, none, partials[MAX_REFS]),
               FINGERPRINT: pc.if_else(rejected, pa.scalar(None, pa.int64()), partials[FINGERPRINT])}
+    # Per row from the few distinct values (a Python list a row would cost a group a row dearly).
     names = partials[TOKENIZE]
-    signatures = {name: build_tokenizer(name, text.spm_model).signature()
-                  for name in pc.unique(names).to_pylist() if name is not None}
-    by_name = {m.name: m.measurement() for m in plan.measured}
-    labels = partials[METRIC].to_pylist()
-    setting = lambda key: [by_name[m][key] for m in labels]
+    distinct = pc.unique(names)
+    signatures = pa.array([build_tokenizer(name, text.spm_model).signature() if name is not None
+                           else None for name in distinct.to_pylist()], pa.string())
+    metric_names = pa.array([m.name for m in plan.measured], pa.string())
+    options = pa.array([m.measurement()[statstable.METRIC_OPTIONS] for m in plan.measured], pa.string())
+    labels = partials[METRIC]
     measurement = statstable.measurement_columns(
-        len(partials), names, pa.array([signatures.get(t) for t in names.to_pylist()], pa.string()),
-        setting(statstable.METRIC_OPTIONS), resampling, labels)
+        len(partials), names, signatures.take(pc.index_in(names, value_set=distinct)),
+        options.take(pc.index_in(labels, value_set=metric_names)), resampling, labels)
     stats = {name: partials[name] for name in plan.stat_columns}
     samples = {c: partials[c] for c in statstable.SAMPLES}
     groups = {c: partials[c] for c in plan.group_cols}
     if plan.window:  # Spark hands timestamps over in its session's zone: the instant, named UTC
         groups[WINDOW_START] = partials[WINDOW_START].cast(WINDOW_TYPE)
     table = statstable.build(groups, measurement, counts, stats, samples)
+    if not pc.any(rejected).as_py():  # a row a key already: adding up would change nothing
+        return table
     return statstable.summed(table, [*plan.group_cols, *statstable.MEASUREMENT])
