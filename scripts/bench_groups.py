@@ -57,7 +57,7 @@ SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))
 
 from bench.environment import REPO, git_describe, machine_info  # noqa: E402
-from bench.job_runs import code_environment  # noqa: E402
+from bench.job_runs import code_environment, peak_mib, run_json  # noqa: E402
 from bench.measure import run_measured  # noqa: E402
 from derive_input import derive  # noqa: E402
 
@@ -110,28 +110,17 @@ def score_once(args, input_path: Path, rows: int, group_by: str, mode: str,
     root = Path(args.job_root).resolve()
     run = run_measured(cmd, code_environment(root), log, timeout=RUN_TIMEOUT_S, cwd=root)
     run.update(label=label, rows=rows, group_by=group_by, mode=mode, confidence=confidence)
-    recorded = _run_json(out)
+    recorded = run_json(out)
     run["groups"] = recorded.get("groups")
     run["timings"] = recorded.get("timings", {})  # the job's own: scored, written, total
     shutil.rmtree(out, ignore_errors=True)
     print(f"   rc {run['returncode']}, {run['wall_s']:.1f} s, driver "
-          f"{_mib(run, 'py_driver'):.0f} MiB, JVM {_mib(run, 'jvm'):.0f} MiB, tree "
+          f"{peak_mib(run, 'py_driver'):.0f} MiB, JVM {peak_mib(run, 'jvm'):.0f} MiB, tree "
           f"{run.get('peak_rss_total_mib', 0):.0f} MiB, groups {run['groups']}, load "
           f"{run['load_before'][0]}->{run['load_after'][0]}", flush=True)
     return run
 
 
-
-
-def _run_json(out: Path) -> Dict[str, Any]:
-    try:
-        return json.loads((out / "run.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _mib(run: Dict[str, Any], kind: str) -> float:
-    return run.get("peak_rss_mib", {}).get(kind, 0.0)
 
 
 def driver_estimate(driver_runs: List[Dict[str, Any]], groups: int) -> Optional[float]:
@@ -140,8 +129,8 @@ def driver_estimate(driver_runs: List[Dict[str, Any]], groups: int) -> Optional[
     if len(driver_runs) < 2:
         return None
     a, b = driver_runs[-2], driver_runs[-1]
-    slope = (_mib(b, "py_driver") - _mib(a, "py_driver")) / (b["groups"] - a["groups"])
-    return _mib(b, "py_driver") + slope * (groups - b["groups"])
+    slope = (peak_mib(b, "py_driver") - peak_mib(a, "py_driver")) / (b["groups"] - a["groups"])
+    return peak_mib(b, "py_driver") + slope * (groups - b["groups"])
 
 
 def part_scale(args, big: Path) -> List[Dict[str, Any]]:
@@ -205,8 +194,8 @@ def _cells(run: Dict[str, Any]) -> List[str]:
     groups = f"{run['groups']:,}" if run["groups"] is not None else "-"
     return [run["label"], f"{run['rows']:,}", run["group_by"], mode, groups,
             f"{run['wall_s']:.1f}{failed}", _timings(run.get("timings", {})),
-            f"{_mib(run, 'py_driver'):,.0f}",
-            f"{_mib(run, 'jvm'):,.0f}", f"{run.get('peak_rss_total_mib', 0):,.0f}",
+            f"{peak_mib(run, 'py_driver'):,.0f}",
+            f"{peak_mib(run, 'jvm'):,.0f}", f"{run.get('peak_rss_total_mib', 0):,.0f}",
             f"{run['load_before'][0]:.1f} / {run['load_after'][0]:.1f}"]
 
 

@@ -54,7 +54,7 @@ sys.path.insert(0, str(SCRIPTS))
 
 from bench.corpus import corpus_params, ensure_corpus  # noqa: E402
 from bench.environment import REPO, git_describe, machine_info  # noqa: E402
-from bench.job_runs import code_environment, floor_command  # noqa: E402
+from bench.job_runs import code_environment, peak_mib, run_json, floor_command  # noqa: E402
 from bench.measure import run_measured  # noqa: E402
 
 GROUP_BY = "langpair,system"
@@ -99,7 +99,7 @@ def score(args, folder: Path, out: Path, incremental: bool, label: str) -> Dict[
     cmd = [sys.executable, "-m", "bleu_spark", "score", "--input", str(folder), "--output", str(out),
            "--group-by", GROUP_BY, "--progress-seconds", "0"] + (["--incremental"] if incremental else [])
     run = measured(args, cmd, label)
-    recorded = _run_json(out)
+    recorded = run_json(out)
     run.update(incremental=incremental, rows=recorded.get("rows", {}).get("read"),
                new_files=recorded.get("incremental", {}).get("new_files"),
                files_measured=recorded.get("incremental", {}).get("files_measured"),
@@ -118,21 +118,10 @@ def measured(args, cmd: List[str], label: str) -> Dict[str, Any]:
     run = run_measured(cmd, code_environment(root), log, timeout=RUN_TIMEOUT_S, cwd=root)
     run["label"] = label
     print(f"-- {label}: rc {run['returncode']}, {run['wall_s']:.1f} s, CPU "
-          f"{run.get('cpu_total_s', 0):.1f} s, driver {_mib(run, 'py_driver'):.0f} MiB, tree "
+          f"{run.get('cpu_total_s', 0):.1f} s, driver {peak_mib(run, 'py_driver'):.0f} MiB, tree "
           f"{run.get('peak_rss_total_mib', 0):.0f} MiB, load {run['load_before'][0]}->"
           f"{run['load_after'][0]}", flush=True)
     return run
-
-
-def _run_json(out: Path) -> Dict[str, Any]:
-    try:
-        return json.loads((out / "run.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _mib(run: Dict[str, Any], kind: str) -> float:
-    return run.get("peak_rss_mib", {}).get(kind, 0.0)
 
 
 def part_added(args, name: str, files: List[Path], befores: List[int], addeds: List[int]) -> List[Dict[str, Any]]:
@@ -246,7 +235,7 @@ def _medians(role: str, runs: List[Dict[str, Any]]) -> Dict[str, Any]:
             # the job's own seconds (run.json): from its start to the commit, Spark's start-up
             # and stop left out
             f"{role}_job_s": statistics.median(r["timings"].get("total_s", 0.0) for r in runs),
-            f"{role}_driver_mib": max(_mib(r, "py_driver") for r in runs),
+            f"{role}_driver_mib": max(peak_mib(r, "py_driver") for r in runs),
             f"{role}_tree_mib": max(r.get("peak_rss_total_mib", 0) for r in runs)}
 
 
@@ -282,7 +271,7 @@ def print_noop(runs: List[Dict[str, Any]], markdown: bool) -> None:
         if not mine:
             continue
         _print_row([name, f"{_walls([r['wall_s'] for r in mine])} ({_median(mine, 'wall_s'):.1f})",
-                    f"{_median(mine, 'cpu_total_s'):.1f}", f"{max(_mib(r, 'py_driver') for r in mine):.0f}",
+                    f"{_median(mine, 'cpu_total_s'):.1f}", f"{max(peak_mib(r, 'py_driver') for r in mine):.0f}",
                     f"{max(r.get('peak_rss_total_mib', 0) for r in mine):,.0f}",
                     f"{min(r['load_before'][0] for r in mine):.1f}-{max(r['load_before'][0] for r in mine):.1f}"],
                    markdown)

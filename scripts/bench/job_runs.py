@@ -25,6 +25,19 @@ def code_environment(root: Optional[Path] = None) -> Dict[str, str]:
     return env
 
 
+def run_json(out: Path) -> Dict[str, Any]:
+    """A run's run.json as its output folder holds it; {} when it wrote none."""
+    try:
+        return json.loads((out / "run.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def peak_mib(run: Dict[str, Any], kind: str) -> float:
+    """A measured run's peak RSS of one kind of process (py_driver, jvm, ...), MiB."""
+    return run.get("peak_rss_mib", {}).get(kind, 0.0)
+
+
 def job_environment(args, paths: Sequence[str], info: Dict[str, Any]) -> Tuple[Dict[str, str], Path]:
     """The environment every path runs in, and the job script of paths b to d: the --job-root
     checkout goes first on PYTHONPATH when a path runs its code (and is recorded in info)."""
