@@ -11,9 +11,10 @@ The ledger is two things committed by the same entry as the statistics they desc
 
 A run killed before its entry is written leaves nothing of itself (`commit.py`), so its new
 files are new again for the next run; once the entry is written, they are in the ledger with
-their statistics. Each file's rows are therefore counted once, whenever a run is killed. Two
-runs racing into one folder cannot both commit: each checks at its commit that no entry came
-after the one it read (`_Output.based_on`).
+their statistics. Each file's rows are therefore counted once, whenever a run is killed. Of two
+runs racing into one folder, the later to commit fails: each checks at its commit that no entry
+came after the one it read (`_Output.based_on`), under the commit's lock on a local disk (an
+object store has none: the check narrows the race there, it does not close it).
 """
 from __future__ import annotations
 
