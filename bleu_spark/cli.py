@@ -205,8 +205,9 @@ def run_score(args: argparse.Namespace) -> int:
         _stop_spark(spark)
     if result.run.get("unchanged"):
         notices.print_warnings(result.run["warnings"])
-        print(f"nothing new in {options.input}: its {result.run['incremental']['files_measured']} "
-              f"files were measured by earlier runs into {options.output}, left as it was")
+        measured = result.run["incremental"]["files_measured"]
+        print(f"nothing new in {options.input}: its {measured:,} file{'s' if measured != 1 else ''} "
+              f"measured by earlier runs into {options.output}, left as it was")
         return 0
     rows = result.run["rows"]
     console.print_scores(result, f"rows: read {rows['read']}, scored {rows['scored']}, "
