@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 import time
 from typing import List, Optional
 
@@ -16,6 +17,7 @@ from .spark.runtime.jvm_archive import SWITCH as ARCHIVE_SWITCH
 
 PROG = notices.PROG
 _IMPORTED = time.time()
+STOP_WAIT_S = 10  # for Spark to stop once a stop signal came
 
 # Job-file keys, their defaults and kinds, from the declarations; a flag given on the command
 # line wins over the file.
@@ -332,13 +334,22 @@ def install_signal_handlers() -> None:
 
 
 def _stop_spark(spark) -> None:
-    if _received:  # the JVM may be going down with the same signal: stopping it is best effort
-        try:
-            spark.stop()
-        except Exception:
-            pass
-    else:
+    if not _received:
         spark.stop()
+        return
+    # Stopped by a signal, the JVM may be going down with it, or a Spark Connect server still
+    # busy with the job the signal cut short (its session's release then waits for it): stopping
+    # is best effort, and the exit waits STOP_WAIT_S for it at most.
+    stopper = threading.Thread(target=_stop_quietly, args=(spark,), daemon=True)
+    stopper.start()
+    stopper.join(STOP_WAIT_S)
+
+
+def _stop_quietly(spark) -> None:
+    try:
+        spark.stop()
+    except Exception:
+        pass
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -223,3 +223,24 @@ def test_memory_that_ran_out_is_one_line_naming_where_and_the_setting_to_raise()
         "the Spark executor ran out of memory; raise spark.executor.memory")
     assert "the Spark driver ran out of memory" in str(memory_failure(MemoryError()))
     assert memory_failure(RuntimeError("Job aborted due to stage failure: a bug")) is None
+
+
+def test_after_a_stop_signal_a_spark_that_does_not_stop_is_not_waited_for(monkeypatch):
+    """A Spark Connect session whose release hangs (its server busy with the job the signal cut
+    short) holds the exit STOP_WAIT_S at most: the one line and the exit code still come."""
+    import threading
+
+    from bleu_spark import cli
+
+    release = threading.Event()
+
+    class Hanging:
+        def stop(self):
+            release.wait(60)
+
+    monkeypatch.setattr(cli, "_received", [signal.SIGTERM])
+    monkeypatch.setattr(cli, "STOP_WAIT_S", 0.2)
+    started = time.time()
+    cli._stop_spark(Hanging())
+    assert time.time() - started < 5
+    release.set()
