@@ -27,8 +27,8 @@ Parts (`--parts`):
   the driver path is left out where the driver runs measured so far, extended in a straight
   line, say it would pass `--driver-limit-mib` (6,000): it holds a row per group;
 - confidence: `--confidence-groups` (100, 10,000) over the same rows with `--confidence`
-  (B = 1000), once per `--confidence-modes` (auto, which scores at most 20,000 groups on the
-  driver, and executors); and the issue's case, `--ratio-rows` (100,000) rows in
+  (B = 1000), once per `--confidence-modes` (auto, which keeps on the driver a statistics
+  table of at most 64 MB, and executors); and the issue's case, `--ratio-rows` (100,000) rows in
   documents of 10 segments (10,000 groups). More groups are not run with intervals: each group's
   replicate sums are B x 9 int64, 72 KB at B = 1000, 7.2 GB at 100,000 groups;
 - ratio: `--ratio-rows` rows grouped by testset,langpair,system,seg_id (a group a row) against
@@ -57,7 +57,7 @@ SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))
 
 from bench.environment import REPO, git_describe, machine_info  # noqa: E402
-from bench.job_runs import code_environment, peak_mib, run_json  # noqa: E402
+from bench.job_runs import add_output_options, code_environment, peak_mib, run_json  # noqa: E402
 from bench.measure import run_measured  # noqa: E402
 from derive_input import derive  # noqa: E402
 
@@ -234,15 +234,11 @@ def parse_args(argv=None):
     ap.add_argument("--confidence-groups", type=ints, default=[100, 10_000])
     ap.add_argument("--ratio-rows", type=int, default=100_000)
     ap.add_argument("--modes", type=lambda v: v.split(","), default=["auto", "driver"])
-    # at these counts auto scores on the driver (at most 20,000 groups): executors for the other
+    # with intervals auto keeps 100 groups on the driver (64 MB of statistics): executors for the other
     ap.add_argument("--confidence-modes", type=lambda v: v.split(","), default=["auto", "executors"])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--driver-limit-mib", type=int, default=6_000)
-    ap.add_argument("--job-root", default=str(REPO),
-                    help="the checkout whose code runs (default this one; a copy of a commit, "
-                         "say `git archive HEAD | tar -x -C DIR`, keeps others' edits out)")
-    ap.add_argument("--json", default=None, help="every run, as JSON (default WORKDIR/runs.json)")
-    ap.add_argument("--markdown", action="store_true")
+    add_output_options(ap)
     return ap.parse_args(argv)
 
 

@@ -54,7 +54,7 @@ sys.path.insert(0, str(SCRIPTS))
 
 from bench.corpus import corpus_params, ensure_corpus  # noqa: E402
 from bench.environment import REPO, git_describe, machine_info  # noqa: E402
-from bench.job_runs import code_environment, peak_mib, run_json, floor_command  # noqa: E402
+from bench.job_runs import add_output_options, code_environment, peak_mib, run_json, floor_command  # noqa: E402
 from bench.measure import run_measured  # noqa: E402
 
 GROUP_BY = "langpair,system"
@@ -309,11 +309,7 @@ def parse_args(argv=None):
     ap.add_argument("--generated-before", type=int, default=10)
     ap.add_argument("--generated-added", type=int, default=1)
     ap.add_argument("--no-warm-up", dest="warm_up", action="store_false")
-    ap.add_argument("--job-root", default=str(REPO),
-                    help="the checkout whose code runs (default this one; a copy of a commit, "
-                         "say `git archive HEAD | tar -x -C DIR`, keeps others' edits out)")
-    ap.add_argument("--json", default=None, help="every run, as JSON (default WORKDIR/runs.json)")
-    ap.add_argument("--markdown", action="store_true")
+    add_output_options(ap)
     return ap.parse_args(argv)
 
 

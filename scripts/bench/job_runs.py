@@ -25,6 +25,18 @@ def code_environment(root: Optional[Path] = None) -> Dict[str, str]:
     return env
 
 
+def add_output_options(ap) -> None:
+    """What every measured script of a run's output takes: the code that runs, where the runs
+    go as JSON, and markdown tables."""
+    from .environment import REPO
+
+    ap.add_argument("--job-root", default=str(REPO),
+                    help="the checkout whose code runs (default this one; a copy of a commit, "
+                         "say `git archive HEAD | tar -x -C DIR`, keeps others' edits out)")
+    ap.add_argument("--json", default=None, help="every run, as JSON (default WORKDIR/runs.json)")
+    ap.add_argument("--markdown", action="store_true")
+
+
 def run_json(out: Path) -> Dict[str, Any]:
     """A run's run.json as its output folder holds it; {} when it wrote none."""
     try:
