@@ -275,6 +275,12 @@ class Metric(ABC):
         """The result fields of a group (score, signature, verbose and the metric's own), from
         its sums and its statistics row (n_segments, min_refs, max_refs, tokenize, ...)."""
 
+    def result_columns(self, stats: pa.Table) -> Optional[dict]:
+        """`result` of every row of `stats` (rows of this measurement) as a list per field, for
+        a metric that makes them without a dict per row; None: it does not (rows are scored
+        one at a time)."""
+        return None
+
     @property
     def sacrebleu_name(self) -> str:
         """The metric's name as sacrebleu prints it (its JSON's `name`)."""

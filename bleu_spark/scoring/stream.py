@@ -21,7 +21,8 @@ import pyarrow.compute as pc
 from .. import metrics, statstable
 from ..resampling import Resampling
 from .paired import paired_rows
-from .rows import score_sets
+from . import columnar
+from .rows import measured_by, score_sets
 from .sets import GroupingSet
 from .tables import (INTERVAL_FIELDS, OPTIONAL_FIELDS, SCORE_TYPES, GROUPING,
                      dashboard_table, paired_table, scores_table)
@@ -63,17 +64,29 @@ def stream(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices
     paired_set = next((s for s in sets if SYSTEM in s), None) if paired else None
     kept = Streamed()
     order = itertools.count()
+    metric_for = measured_by(config)
+    by_columns = resampling is None or not resampling.bootstrapped
     for index, grouping_set in enumerate(sets):
         kept.per_set.append(0)
+        shown = max(keep, report_rows if index == report_index else 0)
         for chunk in comparison_chunks(stats, grouping_set):
-            rows = score_sets(chunk, [grouping_set], config, resampling, None, implicit)
-            for row in rows:
-                for name in fields:
-                    row.setdefault(name.name, None)
-            write("scores", conformed(scores_table(rows, fields), schema))
-            write("dashboard", dashboard_table(rows, fields, run_id, run_time))
-            kept.groups += len(rows)
-            kept.per_set[index] += len(rows)
+            made = by_columns and columnar.scored(chunk, grouping_set, fields, metric_for,
+                                                  implicit, run_id, run_time)
+            if made:
+                # the rows a person reads, by the row path itself: the chunk's first ones and
+                # one of each signature not seen yet
+                scores, dashboard, ordered = made.scores, made.dashboard, made.ordered
+                firsts = _first_of_each(made, kept.signed)
+                rows = _rows(ordered.take([*range(min(shown, ordered.num_rows)), *firsts]),
+                             grouping_set, fields, config, resampling, implicit)
+            else:
+                rows = _rows(chunk, grouping_set, fields, config, resampling, implicit)
+                scores, dashboard = (scores_table(rows, fields),
+                                     dashboard_table(rows, fields, run_id, run_time))
+            write("scores", conformed(scores, schema))
+            write("dashboard", dashboard)
+            kept.groups += scores.num_rows
+            kept.per_set[index] += scores.num_rows
             for row in rows:
                 kept.signed.setdefault((row["metric"], getattr(row, "sacrebleu", {}).get("name"),
                                         row.get("signature")), row)
@@ -87,6 +100,28 @@ def stream(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices
     kept.first = [r for _, _, r in kept.first]
     kept.report = [r for _, _, r in kept.report]
     return kept
+
+
+def _rows(stats: pa.Table, grouping_set: GroupingSet, fields, config, resampling,
+          implicit) -> List[dict]:
+    """The set's score rows of `stats`, with every field of any set (None where not grouped)."""
+    rows = score_sets(stats, [grouping_set], config, resampling, None, implicit)
+    for row in rows:
+        for name in fields:
+            row.setdefault(name.name, None)
+    return rows
+
+
+def _first_of_each(made: "columnar.Scored", signed: dict) -> List[int]:
+    """The first row of each (metric, signature) of a chunk scored by columns that no row kept
+    so far has."""
+    seen = {(metric, signature) for metric, _, signature in signed}
+    firsts = {}
+    pairs = zip(made.scores["metric"].to_pylist(), made.scores["signature"].to_pylist())
+    for index, pair in enumerate(pairs):
+        if pair not in seen:
+            firsts.setdefault(pair, index)
+    return list(firsts.values())
 
 
 def _key(row: dict, grouping_set: GroupingSet) -> tuple:

@@ -31,9 +31,10 @@ OPTIONAL_FIELDS = (*INTERVAL_FIELDS, *clusters.FIELDS)
 PAIRED_TYPES = {"metric": pa.string(), "system": pa.string(), "baseline": pa.string(), "test": pa.string(),
                 "delta": pa.float64(), "p_value": pa.float64(), "delta_ci_low": pa.float64(),
                 "delta_ci_high": pa.float64()}
-DASHBOARD_FIELDS = ("metric", "score", "n_segments", "n_rejected", "n_reference_segments",
-                    "coverage", "signature", "tokenize", "ci_low", "ci_high", *clusters.FIELDS,
-                    "run_id", "run_time")
+# A dashboard row: the metric and score, the statistics columns, these, the run.
+DASHBOARD_SHARED = ("n_segments", "n_rejected", "n_reference_segments", "coverage", "signature",
+                    "tokenize", "ci_low", "ci_high", *clusters.FIELDS)
+DASHBOARD_FIELDS = ("metric", "score", *DASHBOARD_SHARED, "run_id", "run_time")
 # Names the job writes next to group columns: a group column may not be called one of them.
 RESERVED = frozenset([GROUPING, *SCORE_TYPES, *DASHBOARD_FIELDS, *statstable.MEASUREMENT,
                       statstable.RESAMPLING, *statstable.COUNTS, *statstable.REFS,
@@ -102,8 +103,7 @@ def dashboard_table(rows: List[dict], fields: Sequence[pa.Field], run_id: str,
     columns["score"] = pa.array([r["score"] for r in rows], pa.float64())
     for name in names:
         columns[name] = pa.array([stats_of(r).get(name) for r in rows], metrics.stat_column(name).type)
-    for name in ("n_segments", "n_rejected", "n_reference_segments", "coverage", "signature",
-                 "tokenize", "ci_low", "ci_high", *clusters.FIELDS):
+    for name in DASHBOARD_SHARED:
         columns[name] = pa.array([r.get(name) for r in rows], SCORE_TYPES[name])
     columns["run_id"] = pa.array([run_id] * len(rows), pa.string())
     columns["run_time"] = pa.array([run_time] * len(rows), pa.string())

@@ -26,7 +26,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from .. import errors, metrics, scoring
 from ..resampling import Resampling
 from ..time_windows import WINDOW_START
-from ..scoring.tables import (DASHBOARD_FIELDS, GROUPING, INTERVAL_FIELDS, PAIRED_TYPES,
+from ..scoring.tables import (DASHBOARD_SHARED, GROUPING, INTERVAL_FIELDS, PAIRED_TYPES,
                               SCORE_TYPES, json_rows)
 from ..resampling import clusters
 from .names import column, columns, map_in_arrow
@@ -278,11 +278,10 @@ def dashboard_table(scored: DataFrame, group_cols: Sequence[str], run_id: str,
     """The dashboard table: group columns, grouping, metric, score, each statistic column, the
     counts, signature and interval fields, the run's id and time (`scoring.dashboard_table`)."""
     stats = [c for c in scored.columns if metrics.is_stat_column(c)]
-    shared = [c for c in DASHBOARD_FIELDS if c not in ("metric", "score", "run_id", "run_time")]
     picked = [*columns(group_cols), column(GROUPING), column("metric"), column("score"),
               *columns(stats),
               *(column(c) if c in scored.columns else F.lit(None).cast(_spark_type(c)).alias(c)
-                for c in shared),
+                for c in DASHBOARD_SHARED),
               F.lit(run_id).alias("run_id"), F.lit(run_time).alias("run_time")]
     return scored.select(*picked)
 

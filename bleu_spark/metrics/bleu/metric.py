@@ -127,17 +127,26 @@ def bleu_line(score: float, precisions: Sequence[float], bp: float, ratio: float
 
 def build_result(stats: Sequence[int], config: BleuConfig, n_segments: int, tokenize: str,
                  signature: str) -> BleuResult:
+    values = _scored(stats, config)
+    return BleuResult(*values, n_segments=n_segments, tokenize=tokenize, signature=signature,
+                      verbose=_line(values))
+
+
+def _scored(stats: Sequence[int], config: BleuConfig) -> tuple:
+    """A result's values from one summed vector: score, counts, totals, precisions, bp, ratio,
+    sys_len, ref_len (BleuResult's first fields, in its order)."""
     order = config.max_ngram_order
     score, precisions, bp = bleu_from_statistics(stats, config)
     sys_len, ref_len = int(stats[0]), int(stats[1])
     ratio = sys_len / ref_len if ref_len else 0.0
-    return BleuResult(
-        score=score,
-        counts=[int(c) for c in stats[2:2 + order]],
-        totals=[int(t) for t in stats[2 + order:2 + 2 * order]],
-        precisions=precisions, bp=bp, ratio=ratio, sys_len=sys_len, ref_len=ref_len,
-        n_segments=n_segments, tokenize=tokenize, signature=signature,
-        verbose=bleu_line(score, precisions, bp, ratio, sys_len, ref_len))
+    return (score, [int(c) for c in stats[2:2 + order]],
+            [int(t) for t in stats[2 + order:2 + 2 * order]], precisions, bp, ratio, sys_len,
+            ref_len)
+
+
+def _line(values: tuple) -> str:
+    score, _, _, precisions, bp, ratio, sys_len, ref_len = values
+    return bleu_line(score, precisions, bp, ratio, sys_len, ref_len)
 
 
 # --- scores of many summed vectors at once -------------------------------------------------------
@@ -337,6 +346,26 @@ class Bleu(Metric):
         signature = self.signature(nrefs_label(row["min_refs"], row["max_refs"]))
         return build_result(sums, self.config, row["n_segments"], row["tokenize"],
                             signature).to_dict()
+
+    def result_columns(self, stats: pa.Table) -> dict:
+        """`result` of every row of `stats` (of this measurement), a list per field: the same
+        values without a record per group (a result of a million groups). A row without scored
+        segments has nulls and n_segments 0, as a score row says it."""
+        fields = BleuResult.__dataclass_fields__
+        columns = {name: [] for name in fields}
+        vectors = zip(*(stats[name].to_pylist() for name in self.names))
+        for vector, count, tokenize, least, most in zip(
+                vectors, *(stats[c].to_pylist() for c in
+                           ("n_segments", "tokenize", "min_refs", "max_refs"))):
+            if not count:
+                values = [0 if name == "n_segments" else None for name in fields]
+            else:
+                scored = _scored(vector, self.config)
+                values = (*scored, count, tokenize, self.signature(nrefs_label(least, most)),
+                          _line(scored))
+            for name, value in zip(fields, values):
+                columns[name].append(value)
+        return columns
 
     def sacrebleu_json(self, result: Mapping[str, Any]) -> dict:
         details = None if result.get("score") is None else bleu_details(
