@@ -68,7 +68,6 @@ def stream(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices
     by_columns = resampling is None or not resampling.bootstrapped
     for index, grouping_set in enumerate(sets):
         kept.per_set.append(0)
-        shown = max(keep, report_rows if index == report_index else 0)
         for chunk in comparison_chunks(stats, grouping_set):
             made = by_columns and columnar.scored(chunk, grouping_set, fields, metric_for,
                                                   implicit, run_id, run_time)
@@ -77,8 +76,13 @@ def stream(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices
                 # one of each signature not seen yet
                 scores, dashboard, ordered = made.scores, made.dashboard, made.ordered
                 firsts = _first_of_each(made, kept.signed)
-                rows = _rows(ordered.take([*range(min(shown, ordered.num_rows)), *firsts]),
-                             grouping_set, fields, config, resampling, implicit)
+                wanted = _may_be_kept(ordered, grouping_set, index, kept.first, keep)
+                if index == report_index:
+                    wanted = max(wanted, _may_be_kept(ordered, grouping_set, index, kept.report,
+                                                      report_rows))
+                picked = pa.array(sorted({*range(wanted), *firsts}), pa.int64())
+                rows = _rows(ordered.take(picked), grouping_set, fields, config, resampling,
+                             implicit)
             else:
                 rows = _rows(chunk, grouping_set, fields, config, resampling, implicit)
                 scores, dashboard = (scores_table(rows, fields),
@@ -126,7 +130,24 @@ def _first_of_each(made: "columnar.Scored", signed: dict) -> List[int]:
 
 def _key(row: dict, grouping_set: GroupingSet) -> tuple:
     """A row's place in its set: by the set's columns (nulls first), then its metric's order."""
-    return (*((row[c] is not None, row[c]) for c in grouping_set), metrics.order_of(row["metric"]))
+    return _place([row[c] for c in grouping_set], row["metric"])
+
+
+def _place(values: Sequence, metric: str) -> tuple:
+    return (*((value is not None, value) for value in values), metrics.order_of(metric))
+
+
+def _may_be_kept(ordered: pa.Table, grouping_set: GroupingSet, index: int, held: list,
+                 n: int) -> int:
+    """How many of the first rows of a chunk in its rows' order could enter `held`, the `n`
+    smallest kept so far: all while it has fewer, else those placed before its last."""
+    if len(held) < n:
+        return min(n, ordered.num_rows)
+    last = held[-1][0]
+    places = zip(zip(*(ordered[c].to_pylist() for c in grouping_set)),
+                 ordered["metric"].to_pylist())
+    return sum(1 for _ in itertools.takewhile(
+        lambda item: (index, *_place(*item)) < last, places))
 
 
 def _smallest(held: list, new: list, n: int) -> list:

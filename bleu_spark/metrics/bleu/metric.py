@@ -351,21 +351,21 @@ class Bleu(Metric):
         """`result` of every row of `stats` (of this measurement), a list per field: the same
         values without a record per group (a result of a million groups). A row without scored
         segments has nulls and n_segments 0, as a score row says it."""
-        fields = BleuResult.__dataclass_fields__
-        columns = {name: [] for name in fields}
+        fields = list(BleuResult.__dataclass_fields__)
+        unscored = [0 if name == "n_segments" else None for name in fields]
+        results = []
         vectors = zip(*(stats[name].to_pylist() for name in self.names))
         for vector, count, tokenize, least, most in zip(
                 vectors, *(stats[c].to_pylist() for c in
                            ("n_segments", "tokenize", "min_refs", "max_refs"))):
             if not count:
-                values = [0 if name == "n_segments" else None for name in fields]
-            else:
-                scored = _scored(vector, self.config)
-                values = (*scored, count, tokenize, self.signature(nrefs_label(least, most)),
-                          _line(scored))
-            for name, value in zip(fields, values):
-                columns[name].append(value)
-        return columns
+                results.append(unscored)
+                continue
+            scored = _scored(vector, self.config)
+            results.append((*scored, count, tokenize, self.signature(nrefs_label(least, most)),
+                            _line(scored)))
+        columns = list(zip(*results)) or [()] * len(fields)
+        return {name: list(values) for name, values in zip(fields, columns)}
 
     def sacrebleu_json(self, result: Mapping[str, Any]) -> dict:
         details = None if result.get("score") is None else bleu_details(
