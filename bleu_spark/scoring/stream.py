@@ -72,17 +72,11 @@ def stream(stats: pa.Table, sets: Sequence[GroupingSet], config: metrics.Choices
             made = by_columns and columnar.scored(chunk, grouping_set, fields, metric_for,
                                                   implicit, run_id, run_time)
             if made:
-                # the rows a person reads, by the row path itself: the chunk's first ones and
-                # one of each signature not seen yet
-                scores, dashboard, ordered = made.scores, made.dashboard, made.ordered
-                firsts = _first_of_each(made, kept.signed)
-                wanted = _may_be_kept(ordered, grouping_set, index, kept.first, keep)
-                if index == report_index:
-                    wanted = max(wanted, _may_be_kept(ordered, grouping_set, index, kept.report,
-                                                      report_rows))
-                picked = pa.array(sorted({*range(wanted), *firsts}), pa.int64())
-                rows = _rows(ordered.take(picked), grouping_set, fields, config, resampling,
-                             implicit)
+                scores, dashboard = made.scores, made.dashboard
+                picked = _read_by_people(made, grouping_set, index, kept, keep,
+                                         report_rows if index == report_index else 0)
+                rows = _rows(made.ordered.take(picked), grouping_set, fields, config,
+                             resampling, implicit)
             else:
                 rows = _rows(chunk, grouping_set, fields, config, resampling, implicit)
                 scores, dashboard = (scores_table(rows, fields),
@@ -116,9 +110,19 @@ def _rows(stats: pa.Table, grouping_set: GroupingSet, fields, config, resampling
     return rows
 
 
+def _read_by_people(made: "columnar.Scored", grouping_set: GroupingSet, index: int,
+                    kept: Streamed, keep: int, report_rows: int) -> pa.Array:
+    """Which rows of a chunk scored by columns are made as score rows (by the row path itself):
+    those that may be among the first `keep` or the report's first `report_rows`, and the first
+    of each signature not seen yet."""
+    wanted = max(_may_be_kept(made.ordered, grouping_set, index, kept.first, keep),
+                 _may_be_kept(made.ordered, grouping_set, index, kept.report, report_rows))
+    firsts = _first_of_each(made, kept.signed)
+    return pa.array(sorted({*range(wanted), *firsts}), pa.int64())
+
+
 def _first_of_each(made: "columnar.Scored", signed: dict) -> List[int]:
-    """The first row of each (metric, signature) of a chunk scored by columns that no row kept
-    so far has."""
+    """The first row of each (metric, signature) of a chunk that no row kept so far has."""
     seen = {(metric, signature) for metric, _, signature in signed}
     firsts = {}
     pairs = zip(made.scores["metric"].to_pylist(), made.scores["signature"].to_pylist())
@@ -141,6 +145,8 @@ def _may_be_kept(ordered: pa.Table, grouping_set: GroupingSet, index: int, held:
                  n: int) -> int:
     """How many of the first rows of a chunk in its rows' order could enter `held`, the `n`
     smallest kept so far: all while it has fewer, else those placed before its last."""
+    if n == 0:
+        return 0
     if len(held) < n:
         return min(n, ordered.num_rows)
     last = held[-1][0]
