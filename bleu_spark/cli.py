@@ -315,6 +315,7 @@ def process_seconds() -> float:
 
 _received: List[int] = []  # the stop signals received, first first
 _written: List[str] = []   # the output folder, once the run has written it whole
+_unstopped: List[object] = []  # a Spark that had not stopped STOP_WAIT_S after a stop signal
 
 
 def _on_stop_signal(signum, frame):
@@ -343,6 +344,8 @@ def _stop_spark(spark) -> None:
     stopper = threading.Thread(target=_stop_quietly, args=(spark,), daemon=True)
     stopper.start()
     stopper.join(STOP_WAIT_S)
+    if stopper.is_alive():
+        _unstopped.append(spark)
 
 
 def _stop_quietly(spark) -> None:
@@ -375,4 +378,16 @@ def main(argv: Optional[List[str]] = None) -> int:
             else "the run's files are removed")
     print(f"{PROG}: error: interrupted by {stopped.name} (exit code {stopped.exit_code}); {done}",
           file=sys.stderr)
+    if _unstopped:
+        _leave_now(stopped.exit_code)
     return stopped.exit_code
+
+
+def _leave_now(code: int) -> None:
+    """The exit without the interpreter's exit-time work: a Spark Connect client that did not stop
+    has its own there (pyspark's atexit calls to clean its ML cache and release the session, its
+    release threads, which the interpreter joins), each a call with no deadline to a server still
+    busy with the job the signal cut short. The run's files are removed by now."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -164,20 +164,29 @@ class _Output:
         raise NotImplementedError
 
     def open(self):
-        """Checked, and this run's pending record written before any of its files."""
+        """Checked, and this run's pending record written before any of its files. Stopped on
+        the way (a failure, or a stop signal as the pending record lands), it undoes what it
+        made itself: its caller holds no sink yet, so no one else would."""
         recover(self.uri)
         self.check()
         self._created = self.fs.get_file_info(self.path).type == pafs.FileType.NotFound
         try:
-            self._parent(f"{self.path}/{pending_name(self.run_id)}")
-            with self.fs.open_output_stream(f"{self.path}/{pending_name(self.run_id)}") as out:
-                out.write(json_bytes(owner_record()))
-            with _locked(self.fs, self.path):
-                if read_marker(self.fs, self.path) is None:
-                    self._write_marker()
-        except OSError as exc:
-            raise OutputError(f"cannot write output directory {self.uri}: {exc}") from None
+            self._write_pending()
+        except BaseException as exc:
+            with contextlib.suppress(OSError):  # what failed or stopped the run is what is said
+                self.abort()
+            if isinstance(exc, OSError):
+                raise OutputError(f"cannot write output directory {self.uri}: {exc}") from None
+            raise
         return self
+
+    def _write_pending(self) -> None:
+        self._parent(f"{self.path}/{pending_name(self.run_id)}")
+        with self.fs.open_output_stream(f"{self.path}/{pending_name(self.run_id)}") as out:
+            out.write(json_bytes(owner_record()))
+        with _locked(self.fs, self.path):
+            if read_marker(self.fs, self.path) is None:
+                self._write_marker()
 
     def _write_marker(self) -> None:
         _step("write marker")

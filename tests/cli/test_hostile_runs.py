@@ -56,6 +56,29 @@ def test_a_stop_signal_removes_the_runs_files_and_exits_with_its_code(tmp_path, 
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("earlier", [False, True], ids=["new folder", "earlier result"])
+def test_a_stop_signal_as_the_output_is_opened_leaves_nothing_of_the_run(monkeypatch, tmp_path, earlier):
+    """The signal lands once the run's pending record is there, before its sink is the caller's
+    (when the test through Spark Connect sends it): the output as it was, a folder it made gone."""
+    from bleu_spark import errors, store
+    from bleu_spark.store import commit
+
+    if earlier:
+        _output(tmp_path).commit({"rows": 1})
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    monkeypatch.setattr(cli, "_received", [])
+    read_marker = commit.read_marker
+
+    def signalled(fs, path):  # the marker is read under the lock, after the pending record
+        if glob.glob(str(tmp_path / "out" / "_commits" / "p-*.json")):
+            cli._on_stop_signal(signal.SIGTERM, None)
+        return read_marker(fs, path)
+    monkeypatch.setattr(commit, "read_marker", signalled)
+    with pytest.raises(errors.Interrupted):
+        store.open_output(str(tmp_path / "out"))
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
+
+
 def test_a_stop_signal_after_the_output_is_written_says_so(monkeypatch, capsys):
     from bleu_spark import cli
 
@@ -239,8 +262,47 @@ def test_after_a_stop_signal_a_spark_that_does_not_stop_is_not_waited_for(monkey
             release.wait(60)
 
     monkeypatch.setattr(cli, "_received", [signal.SIGTERM])
+    monkeypatch.setattr(cli, "_unstopped", [])
     monkeypatch.setattr(cli, "STOP_WAIT_S", 0.2)
     started = time.time()
     cli._stop_spark(Hanging())
     assert time.time() - started < 5
     release.set()
+
+
+HANGING_AT_EXIT = """
+import atexit, signal, sys, threading
+from bleu_spark import cli
+
+cli.STOP_WAIT_S = 0.2
+never = threading.Event()
+
+
+class Hanging:  # a Spark Connect session whose server is busy with the job the signal cut short
+    def __init__(self):
+        atexit.register(never.wait)  # as pyspark's exit-time calls to that server
+
+    def stop(self):
+        never.wait()
+
+
+def stopped(args):
+    try:
+        cli._on_stop_signal(signal.SIGTERM, None)
+    finally:
+        cli._stop_spark(Hanging())
+
+
+cli.run_score = stopped
+sys.exit(cli.main(["score", "--input", "in", "--output", "out"]))
+"""
+
+
+def test_after_a_stop_signal_a_spark_that_does_not_stop_holds_no_exit_time_work(tmp_path):
+    """pyspark's exit-time handlers of a Connect session that did not stop call its busy server
+    without a deadline: the process leaves with the one line and the exit code, without them."""
+    done = subprocess.run([sys.executable, "-c", HANGING_AT_EXIT], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 143, done.stderr[-3000:]
+    assert done.stderr == ("bleu-spark: error: interrupted by SIGTERM (exit code 143); "
+                           "the run's files are removed\n")
