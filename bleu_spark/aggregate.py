@@ -3,7 +3,9 @@
 A local statistics table is read, filtered and summed in this process with pyarrow: no JVM, a
 second or two for a dashboard back end. A remote or very large one is filtered and summed
 on Spark first (`bleu_spark.spark.aggregate`); both end in `bleu_spark.scoring`, as `score` does,
-so the scores equal a fresh run on the same rows.
+so the scores equal a fresh run on the same rows. A sum too large for the driver
+(`--groups-scored-on`) stays on Spark: its checks are small results of Spark, its groups are
+scored and written by the executors' tasks, as `score` scores many groups.
 """
 from __future__ import annotations
 
@@ -19,12 +21,14 @@ from .declaration import AGGREGATE
 from .errors import EmptySelectionError, MissingColumnError, OutputError, UsageError
 from .resampling import Resampling
 from .scoring import stream
+from .scoring.groups import metric_of
 from .scoring.write import report_set, without_trials
 from .shown import shown
 from .store.remote import is_remote
 from .tablenames import check_table_name
 
 ENGINES = settings.option("engine").choices
+EXECUTORS = "executors"  # --groups-scored-on: the summed statistics left on Spark
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class AggregateOptions:
     baseline: Optional[str] = None
     clusters: bool = False                           # rank ranges and clusters per comparison
     progress_seconds: float = settings.default("progress_seconds")  # 0: no progress lines
+    groups_scored_on: str = settings.default("groups_scored_on")     # Spark's: auto, driver, executors
     parsed_where: Optional[predicate.Predicate] = field(init=False, default=None, compare=False, repr=False)
 
     def __post_init__(self):
@@ -55,6 +60,7 @@ class AggregateOptions:
             object.__setattr__(self, "parsed_where", predicate.parse(self.where))
         if self.engine not in ENGINES:
             raise UsageError(f"unknown --engine {self.engine!r}; choose one of: {', '.join(ENGINES)}")
+        self._check_scored_on()
         self._check_catalog()
         settings.check_grouping(self.group_by, self.grouping_sets)
         # Checked now, before any reading, as far as they can be without the statistics (each
@@ -69,6 +75,16 @@ class AggregateOptions:
         Resampling(confidence=self.confidence, paired_bs=self.paired_bs, baseline=self.baseline)
         if self.output and self.stats:
             check_output_apart(self.stats, self.output)
+
+    def _check_scored_on(self) -> None:
+        """Groups are scored on the executors of Spark: never by the local engine."""
+        choices = settings.option("groups_scored_on").choices
+        if self.groups_scored_on not in choices:
+            raise UsageError(f"unknown --groups-scored-on {self.groups_scored_on!r}; choose one "
+                             f"of: {', '.join(choices)}")
+        if self.engine == "local" and self.groups_scored_on == EXECUTORS:
+            raise UsageError("--groups-scored-on executors scores on Spark's executors: use "
+                             "--engine spark (or auto), not --engine local")
 
     def _check_catalog(self) -> None:
         """Where the statistics come from and the result goes: Spark's catalog is Spark's."""
@@ -112,6 +128,7 @@ class AggregateOptions:
     def on_spark(self) -> bool:
         return self.engine == "spark" or (self.engine == "auto" and (
             self.stats_table is not None or self.catalog is not None
+            or self.groups_scored_on == EXECUTORS
             or not (_is_local(self.stats) or is_remote(self.stats))))
 
 
@@ -119,7 +136,7 @@ class AggregateOptions:
 class AggregateResult:
     scores: List[dict]                  # every score row, or the first ones of many (`stream`)
     run: dict
-    stats: pa.Table
+    stats: Optional[pa.Table]           # None: the groups were scored on the executors
     paired: Optional[List[dict]] = None
     signature_rows: Optional[List[dict]] = None  # a row of each signature, when not all are shown
 
@@ -167,12 +184,14 @@ class Selection:
     """The statistics an aggregate reads (filtered, summed per the finest group asked for and
     measurement), and what they hold: the rows they stand for, the grouping sets, the draws of
     their replicate sums, the scoring options checked against them."""
-    stats: pa.Table
+    stats: Optional[pa.Table]   # None: left on the executors (`frame`)
     rows: dict                  # scored and rejected, each counted once
     sets: List[scoring.GroupingSet]
     finest: List[str]
     resampling: Optional[Resampling]
     config: dict
+    frame: Any = None           # `spark.aggregate.SummedFrame`, of statistics too many for the driver
+    measurements: Optional[pa.Table] = None  # of `frame`: each distinct measurement and draw
 
 
 @dataclass
@@ -184,10 +203,27 @@ class Shown:
     warnings: List[str]
     chunks: Optional[stream.Streamed] = None
     run_time: Optional[str] = None
+    apart: Any = None               # `spark.apart.ShownApart`: scored on the executors
 
     @property
     def groups(self) -> int:
+        if self.apart is not None:
+            return self.apart.groups
         return self.chunks.groups if self.chunks else len(self.scores)
+
+    @property
+    def paired_count(self) -> int:
+        """The paired tests made, of which `paired` holds the first ones."""
+        if self.apart is not None:
+            return self.apart.paired_count
+        return self.chunks.paired_count if self.chunks else len(self.paired or ())
+
+    @property
+    def signed(self) -> Optional[List[dict]]:
+        """A score row of each signature, when `scores` holds the first rows alone."""
+        if self.apart is not None:
+            return self.apart.signed
+        return list(self.chunks.signed.values()) if self.chunks else None
 
 
 def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
@@ -195,10 +231,15 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
     started = time.time()
     run_id = store.new_run_id()
     # One sink, whatever stores the options name (a catalog's checks before the folder is made).
-    sink = store.open_sink(options, run_id, "aggregate", spark)
+    sink = store.open_sink(options, run_id, "aggregate", spark, frames=_frame_writer(spark))
+    read = None
     try:
-        selection = select(options, spark)
-        if sink is not None and selection.stats.num_rows > stream.JSON_ROWS:
+        read = _read(options, spark)
+        apart = not isinstance(read, pa.Table)  # left on the executors
+        selection = select_apart(options, read) if apart else selected(options, read)
+        if apart:
+            showing = show_apart(options, selection)
+        elif sink is not None and selection.stats.num_rows > stream.JSON_ROWS:
             showing = show_chunks(options, selection, sink, run_id)
         else:
             showing = show(options, selection)
@@ -206,41 +247,85 @@ def run_aggregate(options: AggregateOptions, spark=None) -> AggregateResult:
                          run_id, showing.warnings)
         if showing.chunks:  # the dashboard rows written with it
             run["run_time"] = showing.run_time
+        if showing.paired is not None:
+            run["paired_tests"] = showing.paired_count
         if spark is not None:  # which Spark read the statistics: classic or Connect
             from .spark.runtime import describe
 
             run["spark"] = describe(spark)
         if sink:
-            (write_chunks if showing.chunks else write)(sink, options, selection, showing, run)
+            write_of = write_apart if apart else write_chunks if showing.chunks else write
+            write_of(sink, options, selection, showing, run)
             run["timings"] = {"total_s": time.time() - started}
             sink.commit(run)
-        signed = list(showing.chunks.signed.values()) if showing.chunks else None
-        return AggregateResult(showing.scores, run, selection.stats, showing.paired, signed)
+        if apart:
+            read.release(showing.apart)
+        return AggregateResult(showing.scores, run, selection.stats, showing.paired, showing.signed)
     except BaseException:
         if sink:
             sink.abort()
+        if read is not None and not isinstance(read, pa.Table):
+            read.release()
         raise
+
+
+def _frame_writer(spark):
+    """How the tasks write a frame into a folder (the Spark layer's), when Spark runs."""
+    if spark is None:
+        return None
+    from .spark.files import write_frame
+
+    return write_frame
 
 
 def select(options: AggregateOptions, spark=None) -> Selection:
     """The statistics read and checked, summed per the finest group asked for (a segments table's
     replicate sums made from its hashes first), the scoring options checked against them."""
-    stats = _read(options, spark)
+    read = _read(options, spark, "driver")
+    return selected(options, read)
+
+
+def selected(options: AggregateOptions, stats: pa.Table) -> Selection:
+    """`select` of statistics read."""
     statstable.check_measurement(stats)
     rows = {"scored": statstable.counted_once(stats, "n_segments"),
             "rejected": statstable.counted_once(stats, "n_rejected")}
     sets = grouping_sets(options, stats)
-    if options.clusters:
-        scoring.check_clusters(sets)
-    finest = list(dict.fromkeys(c for s in sets for c in s))
+    finest = _finest(options, sets)
     if segments.is_segments_table(stats):  # a row a segment: replicate sums from the hashes
         stats = segments.summed(stats, [*finest, *statstable.MEASUREMENT], options.resamples)
     resampling = saved_resampling(options, stats)  # of the rows as saved: before any sum
     stats = statstable.summed(stats, [*finest, *statstable.MEASUREMENT])
+    return Selection(stats, rows, sets, finest, resampling, checked_config(options, stats))
+
+
+def _finest(options: AggregateOptions, sets) -> List[str]:
+    """The group columns of every set (the statistics are summed per them), the sets checked."""
+    if options.clusters:
+        scoring.check_clusters(sets)
+    return list(dict.fromkeys(c for s in sets for c in s))
+
+
+def checked_config(options: AggregateOptions, stats: pa.Table) -> dict:
+    """The scoring options checked against each distinct measurement, not each group."""
     measured = [c for c in statstable.MEASUREMENT if c in stats.column_names]
-    config = metrics.checked_choices(  # against each distinct measurement, not each group
+    return metrics.checked_choices(
         dict(options.choices), stats.select(measured).group_by(measured).aggregate([]).to_pylist())
-    return Selection(stats, rows, sets, finest, resampling, config)
+
+
+def select_apart(options: AggregateOptions, summed) -> Selection:
+    """As `select`, of sums left on the executors (`spark.aggregate.SummedFrame`): the same
+    checks, made of what Spark returns small (the distinct measurements and draws, the counts),
+    the frame shaped as the driver's sum per the finest group (already its grain)."""
+    measurements = summed.measurements()
+    statstable.check_measurement(measurements)
+    rows = summed.counted_once()
+    sets = grouping_sets(options, summed.schema_table)
+    finest = _finest(options, sets)
+    resampling = saved_resampling(options, measurements)
+    shaped = summed.shaped([*finest, *statstable.MEASUREMENT])
+    return Selection(None, rows, sets, finest, resampling, checked_config(options, measurements),
+                     frame=shaped, measurements=measurements)
 
 
 def show(options: AggregateOptions, selection: Selection) -> Shown:
@@ -257,6 +342,32 @@ def show(options: AggregateOptions, selection: Selection) -> Shown:
         resampling.check_baseline(statstable.scored_values(stats, "system"))
         warnings += missing
     return Shown(scores, paired, warnings)
+
+
+def show_apart(options: AggregateOptions, selection: Selection) -> Shown:
+    """As `show`, scored on the executors: the first rows, the paired tests' first ones, the
+    warnings (of the comparison groups without the baseline, a few named)."""
+    from .spark.progress import say  # imports no pyspark
+
+    summed, sets, config = selection.frame, selection.sets, selection.config
+    warnings = [*option_warnings(options, selection.measurements),
+                *coverage_warnings_apart(summed, selection.finest)]
+    measured = [metric_of(r, config) for r in selection.measurements.to_pylist()]
+    say(f"scoring the groups of {summed.rows:,} summed statistics rows on the executors",
+        options.progress_seconds)
+    shown = summed.score(sets, config, selection.resampling, measured, options.paired_bs)
+    return Shown(shown.scores, shown.paired, warnings + shown.warnings, apart=shown)
+
+
+def write_apart(sink, options: AggregateOptions, selection: Selection, showing: Shown,
+                run: dict) -> None:
+    """As `write`, of groups scored on the executors: the tables are frames their tasks write,
+    the files bounded (scores.json left out past its bound, the report of the first rows)."""
+    summed, sets = selection.frame, selection.sets
+    for name, frame in summed.tables(showing.apart, sets, run):
+        sink.write_table(name, frame)
+    for name, value in summed.files(showing.apart, sets, run, options.report, options.output):
+        sink.write_file(name, value)
 
 
 def write(sink, options: AggregateOptions, selection: Selection, showing: Shown, run: dict) -> None:
@@ -331,10 +442,15 @@ def saved_resampling(options: AggregateOptions, stats: pa.Table) -> Optional[Res
                       clusters=options.clusters)
 
 
-def _read(options: AggregateOptions, spark) -> pa.Table:
-    stats = _read_on_spark(options, spark) if options.on_spark else statstable.read(
+def _read(options: AggregateOptions, spark, scored_on: Optional[str] = None):
+    """The statistics as an Arrow table, or (Spark, too many for the driver) a
+    `spark.aggregate.SummedFrame`."""
+    stats = _read_on_spark(options, spark, scored_on) if options.on_spark else statstable.read(
         options.stats, options.parsed_where)
-    if options.parsed_where is not None and stats.num_rows == 0:
+    rows = stats.num_rows if isinstance(stats, pa.Table) else stats.rows
+    if options.parsed_where is not None and rows == 0:
+        if not isinstance(stats, pa.Table):
+            stats.release()
         raise EmptySelectionError(f"--where selects no rows of {options.source} (columns it "
                                   f"names: {', '.join(options.parsed_where.columns())})")
     return stats
@@ -356,21 +472,23 @@ def run_record(options: AggregateOptions, config: dict, rows: dict, groups: int,
     }
 
 
-def _read_on_spark(options: AggregateOptions, spark) -> pa.Table:
+def _read_on_spark(options: AggregateOptions, spark, scored_on: Optional[str] = None):
     """Statistics read, filtered and summed on Spark: the step of an aggregate that takes
-    seconds, said in a progress line (the local engine's second or two says nothing)."""
+    seconds, said in a progress line (the local engine's second or two says nothing). Left
+    there (a `SummedFrame`) when the groups are to be scored on the executors."""
     from .spark.progress import say  # imports no pyspark
 
     say(f"reading and summing the statistics of {options.source} on Spark", options.progress_seconds)
+    where = scored_on or options.groups_scored_on
     if options.stats_table:
         from .spark.aggregate import read_stats_table
 
         return read_stats_table(spark, options.stats_table, options.parsed_where,
-                                options.kept_columns, options.resamples)
+                                options.kept_columns, options.resamples, scored_on=where)
     from .spark.aggregate import read_stats
 
     return read_stats(spark, options.stats, options.parsed_where, options.kept_columns,
-                      options.resamples)
+                      options.resamples, scored_on=where)
 
 
 def option_warnings(options: AggregateOptions, stats: pa.Table) -> List[str]:
@@ -393,12 +511,35 @@ def metric_coverage_warnings(stats: pa.Table, finest: Sequence[str]) -> List[str
                                  fingerprint + (row["segment_fingerprint"] or 0))
     names = sorted({m for counts in per_group.values() for m in counts}, key=metrics.order_of)
     totals = {m: sum(c.get(m, (0, 0))[0] for c in per_group.values()) for m in names}
-    most = max(names, key=lambda m: (totals[m], -metrics.order_of(m)), default=None)
+    most = _most_covering(totals)
+    firsts = {name: next((k for k, c in per_group.items()
+                          if c.get(name, (0, 0)) != c.get(most, (0, 0))), None) for name in names}
+    return _coverage_lines(finest, totals, most, firsts)
+
+
+def coverage_warnings_apart(summed, finest: Sequence[str]) -> List[str]:
+    """`metric_coverage_warnings` of sums left on the executors: the totals per metric, then
+    the first group (in the order of its columns) each metric differs in, from Spark."""
+    totals = summed.segments_per_metric()
+    most = _most_covering(totals)
+    if most is None or len(totals) == 1:  # one metric covers what it covers
+        return []
+    names = sorted(totals, key=metrics.order_of)
+    return _coverage_lines(finest, totals, most, summed.first_uncovered(finest, names, most))
+
+
+def _most_covering(totals: dict) -> Optional[str]:
+    return max(totals, key=lambda m: (totals[m], -metrics.order_of(m)), default=None)
+
+
+def _coverage_lines(finest: Sequence[str], totals: dict, most: Optional[str],
+                    firsts: dict) -> List[str]:
+    """A line per metric of `totals` (in their order) that differs from `most` in a group
+    (`firsts`: the first such group's values, None where none)."""
     lines = []
-    for name in names:
-        differs = [k for k, c in per_group.items() if c.get(name, (0, 0)) != c.get(most, (0, 0))]
-        if differs:
-            where = ", ".join(f"{c}={shown(v)}" for c, v in zip(finest, differs[0])) or "the table"
+    for name in sorted(totals, key=metrics.order_of):
+        if firsts.get(name) is not None:
+            where = ", ".join(f"{c}={shown(v)}" for c, v in zip(finest, firsts[name])) or "the table"
             lines.append(f"{name} covers other segments than {most} ({totals[name]} vs "
                          f"{totals[most]} segments; first in {where}): the statistics summed were "
                          f"measured with other --metrics, so their scores are not of the same "

@@ -94,10 +94,12 @@ RUN_OPTIONS = (
            help="several groupings in one pass, ';'-separated, e.g. "
                 "'testset,langpair,system;langpair,system;langpair'"),
     Option("groups_scored_on", STRING, "auto", group=SHOWING, choices=("auto", "driver", "executors"),
+           commands=BOTH,
            help="where groups are scored: auto (default) on the driver when the statistics "
                 "table fits in 64 MB (many groups a chunk at a time), else on the executors, "
                 "whose tasks write the tables (the console and scores.json then show the first "
-                "rows: docs/outputs.md)"),
+                "rows: docs/outputs.md); aggregate: on Spark only (executors is not for "
+                "--engine local)"),
     Option("report", BOOLEAN, False, group=SHOWING, commands=BOTH,
            help="also write DIR/report.html, a page to look at"),
     Option("confidence", BOOLEAN, False, group=RESAMPLING, commands=BOTH,
