@@ -151,18 +151,25 @@ def add_up(table: pa.Table, keys: Sequence[str],
     kind = {**{c: _COMBINE.get(c, SUM) for c in values}, **dict(combine.arrow_aggregations(statistics))}
     ops = [(c, op) for c in values for op in
            (("min", "max") if kind[c] == "label" else () if kind[c] == "lists" else (kind[c],))]
-    rows = table.append_column("_row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    merged = rows.group_by(keys, use_threads=False).aggregate([*ops, ("_row", "list")])
+    # Each group's rows are listed only for sums to add element-wise: a list a group costs a
+    # table of many groups dearly, and without replicate sums (every list null) none is needed.
+    lists = [c for c in values if kind[c] == "lists" and table[c].null_count < table.num_rows]
+    if lists:
+        table = table.append_column("_row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+        ops.append(("_row", "list"))
+    merged = table.group_by(keys, use_threads=False).aggregate(ops)
     columns = {k: merged[k] for k in keys}
     agree = pa.array(np.ones(merged.num_rows, bool))
     if RESAMPLING in kind:
         low, high = merged[f"{RESAMPLING}_min"], merged[f"{RESAMPLING}_max"]
         agree = pc.fill_null(pc.equal(low, high), True)
         columns[RESAMPLING] = pc.if_else(agree, low, pa.scalar(MIXED))
-    groups = merged["_row_list"].combine_chunks()
+    groups = merged["_row_list"].combine_chunks() if lists else None
     for c in values:
-        if kind[c] == "lists":
+        if c in lists:
             columns[c] = summed_lists(table[c], groups, agree)
+        elif kind[c] == "lists":
+            columns[c] = _null_lists(table[c], merged.num_rows)
         elif kind[c] != "label":
             columns[c] = merged[f"{c}_{kind[c]}"]
     return pa.table({c: columns[c] for c in [*keys, *values]})
@@ -222,6 +229,13 @@ def scored_values(table: pa.Table, column: str) -> set:
 
 _COMBINE = {"min_refs": "min", "max_refs": "max", RESAMPLING: "label",
             REPLICATE_SUMS: "lists", TRIAL_SUMS: "lists"}
+
+
+def _null_lists(column, n: int) -> pa.ChunkedArray:
+    """`summed_lists` of a column of nulls alone: `n` nulls, typed as it types them (the
+    column's own type when each row is its own group, else `ragged_list_column`'s)."""
+    kind = column.type if n == len(column) else pa.list_(pa.int64())
+    return pa.chunked_array([pa.nulls(n, kind)])
 
 
 def summed_lists(column, groups: pa.ListArray, agree: pa.Array) -> pa.ChunkedArray:

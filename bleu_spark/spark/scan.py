@@ -117,7 +117,7 @@ class ArrowScan:
 
         def merge(a, b):
             failed = [t for t in (a, b) if isinstance(t, UnreadableFile)]
-            return failed[0] if failed else merged_sums([a, b], plan)
+            return failed[0] if failed else _compact(merged_sums([a, b], plan))
 
         if not self.tasks:
             return schema.empty_table()
@@ -235,6 +235,14 @@ class ArrowScan:
         flat = pa.concat_arrays([batch.column(c).cast(pa.string()) for c in self.references_cols])
         values = flat.take(pa.array((np.arange(k) * n + np.arange(n)[:, None]).ravel()))
         return pa.ListArray.from_arrays(pa.array(np.arange(0, n * k + 1, k, dtype=np.int32)), values)
+
+
+def _compact(table: pa.Table) -> pa.Table:
+    """A merged table in buffers of its own size, as it is pickled to the next merge: a group-by
+    gives chunks that are slices of buffers made for all of its rows, and a slice pickles the
+    whole of them (twice the bytes for a table of two chunks, of many groups)."""
+    return pa.table([pa.chunked_array([pa.concat_arrays([c]) for c in column.chunks], column.type)
+                     for column in table.columns], schema=table.schema)
 
 
 def _merged_by_bucket(spark, task, merge, plan, buckets: int, counters):

@@ -361,6 +361,8 @@ def _add_into(sums: Dict[tuple, np.ndarray], key: tuple, values: np.ndarray) -> 
 def _sample_lists(plain: pa.Table, plan: PartitionPlan, sums: Dict[tuple, np.ndarray]) -> pa.ChunkedArray:
     """The sums of each plain row's group as one packed list (replicate-major), null for rows
     of rejected rows or when none are kept."""
+    if not sums:  # none kept: no row's key looked up (a Python tuple a row, for many groups)
+        return pa.chunked_array([pa.nulls(plain.num_rows, pa.list_(pa.int64()))])
     keys = zip(*(plain[c].to_pylist() for c in (*plan.group_cols, TOKENIZE, METRIC)))
     reasons = plain[REASON].is_null().to_numpy(zero_copy_only=False)
     found = [sums.get(key) if scored else None for key, scored in zip(keys, reasons)]
