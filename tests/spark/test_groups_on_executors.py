@@ -68,7 +68,7 @@ def assert_same(results, tables=("scores", "dashboard", "stats")):
 def test_groups_with_intervals_clusters_and_paired_tests_equal_the_driver(spark, tmp_path, groups):
     path = generated(tmp_path / "in.parquet", groups, 2)
     drawn = Resampling(confidence=True, clusters=True, paired_bs=True, paired_ar=True,
-                       baseline="A", n_bootstrap=100, n_ar_trials=100)
+                       baseline="A", n_bootstrap=20, n_ar_trials=20)
     results = run_both(spark, tmp_path, input=path, resampling=drawn,
                        grouping_sets=(("doc", "system"), ("langpair", "system")))
     driver, apart = assert_same(results, ("scores", "dashboard", "stats", "paired"))
