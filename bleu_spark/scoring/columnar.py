@@ -30,9 +30,11 @@ class Scored(NamedTuple):
 def scored(chunk: pa.Table, grouping_set: GroupingSet, fields: Sequence[pa.Field],
            metric_for: Callable, implicit: Sequence[str], run_id: str,
            run_time: str) -> Optional[Scored]:
-    """The chunk's tables, or None where its rows must be scored one at a time. `chunk`: one
-    row per group of the set and measurement (summed at the set's grain)."""
+    """The chunk's tables, or None where its rows must be scored one at a time. `chunk`: rows
+    of the set's groups and their measurements."""
     ordered = in_set_order(chunk, grouping_set)
+    # A group of two rows (two measurements, which the row path refuses, or rows a table at its
+    # own grain repeats, which it adds up) is the row path's.
     if _two_measurements_in_a_group(ordered, grouping_set):
         return None
     by_measurement = _by_measurement(ordered, metric_for)
